@@ -1,0 +1,419 @@
+/*
+ * test_sandbox.c - the sandbox runtime through its C API: the plugin API,
+ * every limit (with the JIT on and the runaway loop already compiled), the
+ * blocked escapes, rebuild after failure and stop after repeated failures.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sandbox.h"
+
+static char dir[] = "/tmp/lumberjit-test-sandbox-XXXXXX";
+static sandbox_watchdog *wd;
+static char last_log[2048];
+static int log_lines;
+
+static void on_log(void *ud, const char *line)
+{
+  (void)ud;
+  snprintf(last_log, sizeof last_log, "%s", line);
+  log_lines++;
+}
+
+static const char *write_plugin(const char *name, const char *src)
+{
+  static char path[512];
+  FILE *f;
+
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  f = fopen(path, "w");
+  fputs(src, f);
+  fclose(f);
+  return path;
+}
+
+static sandbox *make(sandbox_kind kind, const char *name, const char *src,
+                     const sandbox_limits *limits, char *err, size_t errlen)
+{
+  sandbox_config cfg = {0};
+
+  cfg.name = name;
+  cfg.filename = write_plugin(name, src);
+  cfg.kind = kind;
+  cfg.settings = "return { greeting = 'hello', n = 3 }";
+  cfg.module_dirs = LUMBERJIT_MODULE_DIR ";/tmp";
+  if (limits) cfg.limits = *limits;
+  else sandbox_limits_default(&cfg.limits);
+  cfg.log = on_log;
+  return sandbox_create(&cfg, wd, err, errlen);
+}
+
+static sandbox *decoder(const char *name, const char *src,
+                        const sandbox_limits *limits)
+{
+  char err[512];
+  sandbox *sb = make(SANDBOX_DECODER, name, src, limits, err, sizeof err);
+  if (!sb) fprintf(stderr, "cannot create %s: %s\n", name, err);
+  return sb;
+}
+
+static msg_batch batch;
+
+static sandbox_status decode(sandbox *sb, const char *rec, sandbox_result *res)
+{
+  msg_origin o = {.input = "test", .position = 7, .bytes = rec,
+                  .len = strlen(rec)};
+  msg_batch_clear(&batch);
+  sandbox_decode(sb, &o, &batch, res);
+  return res->status;
+}
+
+static const char *payload(int i)
+{
+  static char s[256];
+  const msg *m = &batch.msgs[i];
+  snprintf(s, sizeof s, "%.*s", (int)m->payload.len, msg_str(m, m->payload));
+  return s;
+}
+
+static void test_decoder_api(void)
+{
+  sandbox_result res;
+  const msg_field *f;
+  sandbox *sb = decoder("api.lua",
+    "local greeting = read_config('greeting')\n"
+    "function process_message(rec)\n"
+    "  if rec == 'bad' then return -1, 'not a greeting' end\n"
+    "  inject_message({Payload = greeting .. ' ' .. rec, Severity = 4,\n"
+    "    Timestamp = 1e18, Hostname = 'h', Fields = {n = read_config('n'),\n"
+    "    tags = {'a', 'b'}, ok = true, i = {value = 5, value_type = 2}}})\n"
+    "  inject_message({Payload = 'second'})\n"
+    "end\n", NULL);
+
+  CHECK(sb != NULL);
+  if (!sb) return;
+  CHECK(decode(sb, "world", &res) == SANDBOX_OK);
+  CHECK(batch.len == 2);
+  CHECK(strcmp(payload(0), "hello world") == 0);
+  CHECK(strcmp(payload(1), "second") == 0);
+  CHECK(batch.msgs[0].severity == 4 && batch.msgs[0].has_severity);
+  CHECK(batch.msgs[0].timestamp == 1000000000000000000LL);
+  CHECK(batch.msgs[0].origin.position == 7);
+  f = msg_find_field(&batch.msgs[0], "tags", 4, 0);
+  CHECK(f && f->count == 2 && f->type == MSG_STRING);
+  f = msg_find_field(&batch.msgs[0], "n", 1, 0);
+  CHECK(f && f->type == MSG_DOUBLE && msg_field_values(&batch.msgs[0], f)->d == 3);
+  f = msg_find_field(&batch.msgs[0], "i", 1, 0);
+  CHECK(f && f->type == MSG_INTEGER && msg_field_values(&batch.msgs[0], f)->i == 5);
+  f = msg_find_field(&batch.msgs[0], "ok", 2, 0);
+  CHECK(f && f->type == MSG_BOOL && msg_field_values(&batch.msgs[0], f)->b);
+
+  CHECK(decode(sb, "bad", &res) == SANDBOX_REJECTED);
+  CHECK_CONTAINS(res.reason, "not a greeting");
+  CHECK(batch.len == 0);
+  sandbox_destroy(sb);
+}
+
+static void test_encoder_api(void)
+{
+  char err[512];
+  sandbox_result res;
+  buf out = {0};
+  msg m;
+  msg_field *f;
+  sandbox *sb = make(SANDBOX_ENCODER, "enc.lua",
+    "function process_message()\n"
+    "  local p = read_message('Payload')\n"
+    "  if p == 'skip' then return -2 end\n"
+    "  if p == 'reject' then return -1, 'no thanks' end\n"
+    "  local t, name, value, rep, count = read_next_field()\n"
+    "  inject_payload('txt', '', p, '|', read_message('Fields[x]', 0, 1), '|',\n"
+    "    name, '|', #value, '|', count, '|', tostring((read_next_field())), '|',\n"
+    "    read_message('raw'))\n"
+    "end\n", NULL, err, sizeof err);
+
+  CHECK(sb != NULL);
+  if (!sb) {
+    fprintf(stderr, "%s\n", err);
+    return;
+  }
+  msg_init(&m);
+  msg_store(&m, "p1", 2, &m.payload);
+  f = msg_add_field(&m, "x", 1, MSG_STRING, 2);
+  msg_store(&m, "a", 1, &msg_field_values(&m, f)[0].s);
+  msg_store(&m, "bc", 2, &msg_field_values(&m, f)[1].s);
+  m.origin.bytes = "raw!";
+  m.origin.len = 4;
+  sandbox_encode(sb, &m, &out, &res);
+  CHECK(res.status == SANDBOX_OK);
+  CHECK(out.len == strlen("p1|bc|x|2|2|nil|raw!") &&
+        memcmp(out.data, "p1|bc|x|2|2|nil|raw!", out.len) == 0);
+
+  buf_clear(&out);
+  msg_reset(&m);
+  msg_store(&m, "skip", 4, &m.payload);
+  sandbox_encode(sb, &m, &out, &res);
+  CHECK(res.status == SANDBOX_SKIPPED && out.len == 0);
+  msg_store(&m, "reject", 6, &m.payload);
+  sandbox_encode(sb, &m, &out, &res);
+  CHECK(res.status == SANDBOX_REJECTED && out.len == 0);
+  CHECK_CONTAINS(res.reason, "no thanks");
+  msg_free(&m);
+  buf_free(&out);
+  sandbox_destroy(sb);
+}
+
+/* A runaway record must fail with `limit`, leave no output, and the next
+ * record must go through the rebuilt state. */
+static void expect_stopped(sandbox *sb, const char *rec, sandbox_limit limit,
+                           const char *reason)
+{
+  sandbox_result res;
+  sandbox_stats before, after;
+
+  sandbox_get_stats(sb, &before);
+  CHECK(decode(sb, rec, &res) == SANDBOX_FAILED);
+  CHECK(res.limit == limit);
+  CHECK(batch.len == 0);
+  CHECK_CONTAINS(res.reason, reason);
+  CHECK_CONTAINS(last_log, "state rebuilt");
+  CHECK_CONTAINS(last_log, "input \"test\" record 7");
+  sandbox_get_stats(sb, &after);
+  CHECK(after.restarts == before.restarts + 1);
+  CHECK(decode(sb, "fine", &res) == SANDBOX_OK);
+  CHECK(batch.len == 1 && strcmp(payload(0), "fine") == 0);
+}
+
+static const char runaway_src[] =
+  "local x = 0\n"
+  "local function spin() while true do x = x + 1 end end\n"
+  "local function sum(n) for i = 1, n do x = x + i end end\n"
+  "function process_message(rec)\n"
+  "  if rec == 'loop' then while true do end end\n"
+  "  if rec == 'spin' then spin() end\n"
+  "  if rec == 'warm' then sum(1e5) end\n"
+  "  if rec == 'sum' then sum(1e12) end\n"
+  "  if rec == 'pcall' then while true do pcall(spin) end end\n"
+  "  if rec == 'co' then coroutine.wrap(spin)() end\n"
+  "  if rec == 'hog' then local t = {} while true do t[#t + 1] = string.rep('x', 1e5) .. #t end end\n"
+  "  if rec == 'hogpcall' then local t = {} while true do pcall(function() t[#t + 1] = string.rep('y', 1e5) .. #t end) end end\n"
+  "  if rec == 'big' then inject_message({Payload = string.rep('z', 1e6)}) end\n"
+  "  if rec == 'bigpcall' then for i = 1, 100 do pcall(inject_message, {Payload = string.rep('z', 1e4)}) end end\n"
+  "  if rec == 'err' then error('boom') end\n"
+  "  if rec == 'fine' then inject_message({Payload = rec}) end\n"
+  "end\n";
+
+static void test_cpu_limit(void)
+{
+  sandbox_limits l;
+  sandbox_result res;
+  sandbox *sb;
+
+  sandbox_limits_default(&l);
+  l.instruction_limit = 0;
+  l.cpu_limit_ms = 50;
+  l.max_failures = 100;
+  sb = decoder("cpu.lua", runaway_src, &l);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  expect_stopped(sb, "loop", SANDBOX_LIMIT_CPU, "cpu limit exceeded: limit 50 ms");
+  CHECK_CONTAINS(last_log, "cpu.lua:5");
+  expect_stopped(sb, "spin", SANDBOX_LIMIT_CPU, "cpu.lua:2");
+  /* The loop in sum() is compiled by the warm-up calls before it runs away. */
+  for (int i = 0; i < 20; i++) CHECK(decode(sb, "warm", &res) == SANDBOX_OK);
+  expect_stopped(sb, "sum", SANDBOX_LIMIT_CPU, "cpu.lua:3");
+  expect_stopped(sb, "pcall", SANDBOX_LIMIT_CPU, "cpu limit exceeded");
+  expect_stopped(sb, "co", SANDBOX_LIMIT_CPU, "cpu.lua:2");
+  sandbox_destroy(sb);
+}
+
+static void test_instruction_limit(void)
+{
+  sandbox_limits l;
+  sandbox_result res;
+  sandbox *sb;
+
+  sandbox_limits_default(&l);
+  l.cpu_limit_ms = 0;
+  l.instruction_limit = 2000000;
+  sb = decoder("instr.lua", runaway_src, &l);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  expect_stopped(sb, "loop", SANDBOX_LIMIT_INSTRUCTIONS,
+                 "instruction limit exceeded: limit 2000000");
+  for (int i = 0; i < 20; i++) CHECK(decode(sb, "warm", &res) == SANDBOX_OK);
+  expect_stopped(sb, "sum", SANDBOX_LIMIT_INSTRUCTIONS, "instr.lua:3");
+  expect_stopped(sb, "pcall", SANDBOX_LIMIT_INSTRUCTIONS, "instruction limit");
+  sandbox_destroy(sb);
+}
+
+static void test_memory_and_output_limits(void)
+{
+  sandbox_limits l;
+  sandbox *sb;
+
+  sandbox_limits_default(&l);
+  l.memory_limit = 4u << 20;
+  l.output_limit = 64u << 10;
+  sb = decoder("mem.lua", runaway_src, &l);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  expect_stopped(sb, "hog", SANDBOX_LIMIT_MEMORY,
+                 "memory limit exceeded: limit 4194304 bytes");
+  expect_stopped(sb, "hogpcall", SANDBOX_LIMIT_MEMORY, "memory limit exceeded");
+  expect_stopped(sb, "big", SANDBOX_LIMIT_OUTPUT,
+                 "output limit exceeded: limit 65536 bytes");
+  CHECK_CONTAINS(last_log, "mem.lua:13");
+  expect_stopped(sb, "bigpcall", SANDBOX_LIMIT_OUTPUT, "mem.lua:14");
+  expect_stopped(sb, "err", SANDBOX_LIMIT_NONE, "mem.lua:15: boom");
+  sandbox_destroy(sb);
+}
+
+static void test_input_limit(void)
+{
+  sandbox_limits l;
+  sandbox_result res;
+  char rec[300];
+  sandbox *sb;
+
+  sandbox_limits_default(&l);
+  l.input_limit = 256;
+  sb = decoder("input.lua", runaway_src, &l);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  memset(rec, 'a', sizeof rec - 1);
+  rec[sizeof rec - 1] = '\0';
+  CHECK(decode(sb, rec, &res) == SANDBOX_REJECTED);
+  CHECK(res.limit == SANDBOX_LIMIT_INPUT);
+  CHECK_CONTAINS(res.reason, "record of 299 bytes, limit 256");
+  sandbox_destroy(sb);
+}
+
+static void test_stop_after_failures(void)
+{
+  sandbox_limits l;
+  sandbox_result res;
+  sandbox *sb;
+
+  sandbox_limits_default(&l);
+  l.max_failures = 3;
+  sb = decoder("fails.lua", runaway_src, &l);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  CHECK(decode(sb, "err", &res) == SANDBOX_FAILED);
+  CHECK(decode(sb, "fine", &res) == SANDBOX_OK); /* resets the count */
+  for (int i = 0; i < 3; i++) CHECK(decode(sb, "err", &res) == SANDBOX_FAILED);
+  CHECK(sandbox_is_stopped(sb));
+  CHECK_CONTAINS(last_log, "plugin stopped after 3 failed calls in a row");
+  CHECK(decode(sb, "fine", &res) == SANDBOX_STOPPED);
+  sandbox_destroy(sb);
+}
+
+/* Each escape attempt must be an error inside the script, never a crash. */
+static void test_escapes(void)
+{
+  static const char *const attempts[] = {
+    "return io.open('/etc/passwd')",
+    "return os.execute('true')",
+    "return os.getenv('HOME')",
+    "return os.exit(1)",
+    "return require('ffi')",
+    "return require('jit')",
+    "return require('debug')",
+    "return require('io')",
+    "return require('../../etc/passwd')",
+    "return require('os')",
+    "return jit.off()",
+    "return debug.getregistry()",
+    "return package.loadlib('libc.so.6', 'system')",
+    "return string.dump(print)",
+    "return ('').dump(function() end)",
+    "return getmetatable('').__index.dump(function() end)",
+    "return newproxy(true)",
+    "return getfenv(0)",
+    "return setfenv(1, {})",
+    "return dofile('/etc/passwd')",
+    "return loadfile('/etc/passwd')",
+    "return assert(loadstring('\\27LJ\\2\\0'))()",
+    "return assert(load('\\27LJ\\2\\0'))()",
+    "return assert(load('return 1', 'x', 'b'))()",
+    "return collectgarbage and module('x')",
+    NULL
+  };
+  sandbox_result res;
+  sandbox *sb = decoder("escape.lua",
+    "function process_message(code)\n"
+    "  local ok, err = pcall(assert(loadstring(code)))\n"
+    "  inject_message({Payload = tostring(ok) .. ' ' .. tostring(err)})\n"
+    "end\n", NULL);
+
+  CHECK(sb != NULL);
+  if (!sb) return;
+  for (int i = 0; attempts[i]; i++) {
+    CHECK(decode(sb, attempts[i], &res) == SANDBOX_OK);
+    if (res.status == SANDBOX_OK && batch.len == 1 &&
+        strncmp(payload(0), "false ", 6) == 0) {
+      check_passed++;
+    } else {
+      check_failed++;
+      fprintf(stderr, "escape not blocked: %s -> %s\n", attempts[i],
+              res.status == SANDBOX_OK && batch.len ? payload(0) : res.reason);
+    }
+  }
+  /* What is allowed works. */
+  CHECK(decode(sb, "return require('lpeg').match(require('lpeg').C(1), 'ab')", &res) == SANDBOX_OK);
+  CHECK(strcmp(payload(0), "true a") == 0);
+  CHECK(decode(sb, "return require('cjson').encode({1})", &res) == SANDBOX_OK);
+  CHECK(strcmp(payload(0), "true [1]") == 0);
+  CHECK(decode(sb, "return assert(load('return 1 + 1'))()", &res) == SANDBOX_OK);
+  CHECK(strcmp(payload(0), "true 2") == 0);
+  CHECK(decode(sb, "return type(os.time()) .. type(os.clock()) .. os.date('!%Y', 0)", &res) == SANDBOX_OK);
+  CHECK(strcmp(payload(0), "true numbernumber1970") == 0);
+  CHECK(decode(sb, "return #read_zoneinfo('Asia/Shanghai') > 0", &res) == SANDBOX_OK);
+  CHECK(strcmp(payload(0), "true true") == 0);
+  CHECK(decode(sb, "return read_zoneinfo('../../etc/passwd')", &res) == SANDBOX_OK);
+  CHECK(strcmp(payload(0), "true nil") == 0);
+  sandbox_destroy(sb);
+}
+
+static void test_bad_plugins(void)
+{
+  char err[512];
+  sandbox_limits l;
+
+  CHECK(make(SANDBOX_DECODER, "noentry.lua", "x = 1\n", NULL, err, sizeof err) == NULL);
+  CHECK_CONTAINS(err, "does not define the function process_message");
+  CHECK(make(SANDBOX_DECODER, "syntax.lua", "function (\n", NULL, err, sizeof err) == NULL);
+  CHECK_CONTAINS(err, "syntax.lua:1:");
+  sandbox_limits_default(&l);
+  l.cpu_limit_ms = 20;
+  CHECK(make(SANDBOX_DECODER, "toplevel.lua", "while true do end\n", &l, err, sizeof err) == NULL);
+  CHECK_CONTAINS(err, "cpu limit exceeded");
+}
+
+int main(void)
+{
+  char err[256];
+
+  if (!mkdtemp(dir)) return 2;
+  wd = sandbox_watchdog_start(1, err, sizeof err);
+  if (!wd) {
+    fprintf(stderr, "%s\n", err);
+    return 2;
+  }
+  test_decoder_api();
+  test_encoder_api();
+  test_cpu_limit();
+  test_instruction_limit();
+  test_memory_and_output_limits();
+  test_input_limit();
+  test_stop_after_failures();
+  test_escapes();
+  test_bad_plugins();
+  sandbox_watchdog_stop(wd);
+  msg_batch_free(&batch);
+  (void)log_lines;
+  return check_summary();
+}

@@ -1,0 +1,144 @@
+/*
+ * message.c - the compact message: arena-backed strings, field and value
+ * tables that keep their memory across msg_reset().
+ */
+#include "message.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const header_names[MSG_H_COUNT] = {
+  "Uuid", "Timestamp", "Type", "Logger", "Severity",
+  "Payload", "EnvVersion", "Pid", "Hostname"
+};
+
+void msg_init(msg *m)
+{
+  memset(m, 0, sizeof *m);
+}
+
+void msg_free(msg *m)
+{
+  free(m->fields);
+  free(m->values);
+  free(m->arena);
+  msg_init(m);
+}
+
+void msg_reset(msg *m)
+{
+  msg_field *fields = m->fields;
+  msg_value *values = m->values;
+  char *arena = m->arena;
+  uint32_t fcap = m->fields_cap, vcap = m->values_cap, acap = m->arena_cap;
+
+  msg_init(m);
+  m->fields = fields;
+  m->fields_cap = fcap;
+  m->values = values;
+  m->values_cap = vcap;
+  m->arena = arena;
+  m->arena_cap = acap;
+}
+
+/* Grows *p to hold at least `need` elements of `size` bytes, doubling. */
+static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
+{
+  uint64_t n = *cap ? *cap : 16;
+  void *np;
+
+  if (need <= *cap) return true;
+  if (need > UINT32_MAX) return false;
+  while (n < need) n *= 2;
+  if (n > UINT32_MAX) n = UINT32_MAX;
+  np = realloc(*p, (size_t)n * size);
+  if (!np) return false;
+  *p = np;
+  *cap = (uint32_t)n;
+  return true;
+}
+
+bool msg_store(msg *m, const void *bytes, size_t len, msg_span *out)
+{
+  uint64_t need = (uint64_t)m->arena_len + len;
+
+  if (!grow((void **)&m->arena, &m->arena_cap, need, 1)) return false;
+  if (len) memcpy(m->arena + m->arena_len, bytes, len);
+  out->off = m->arena_len;
+  out->len = (uint32_t)len;
+  m->arena_len = (uint32_t)need;
+  return true;
+}
+
+msg_field *msg_add_field(msg *m, const char *name, size_t name_len,
+                         msg_value_type type, uint32_t count)
+{
+  msg_field *f;
+  msg_span sname;
+
+  if (!grow((void **)&m->fields, &m->fields_cap, (uint64_t)m->nfields + 1,
+            sizeof *m->fields) ||
+      !grow((void **)&m->values, &m->values_cap,
+            (uint64_t)m->nvalues + count, sizeof *m->values) ||
+      !msg_store(m, name, name_len, &sname))
+    return NULL;
+  f = &m->fields[m->nfields++];
+  memset(f, 0, sizeof *f);
+  f->name = sname;
+  f->type = type;
+  f->first = m->nvalues;
+  f->count = count;
+  memset(m->values + m->nvalues, 0, count * sizeof *m->values);
+  m->nvalues += count;
+  return f;
+}
+
+const msg_field *msg_find_field(const msg *m, const char *name,
+                                size_t name_len, unsigned fi)
+{
+  for (uint32_t i = 0; i < m->nfields; i++) {
+    const msg_field *f = &m->fields[i];
+    if (f->name.len == name_len &&
+        memcmp(msg_str(m, f->name), name, name_len) == 0 && fi-- == 0)
+      return f;
+  }
+  return NULL;
+}
+
+const char *msg_header_name(msg_header h)
+{
+  return h < MSG_H_COUNT ? header_names[h] : NULL;
+}
+
+msg_header msg_header_by_name(const char *name, size_t len)
+{
+  for (int h = 0; h < MSG_H_COUNT; h++)
+    if (strlen(header_names[h]) == len && memcmp(header_names[h], name, len) == 0)
+      return (msg_header)h;
+  return MSG_H_COUNT;
+}
+
+msg *msg_batch_add(msg_batch *b)
+{
+  msg *m;
+
+  if (b->len == b->cap) {
+    uint32_t cap = b->cap ? b->cap * 2 : 8;
+    msg *nm = realloc(b->msgs, cap * sizeof *nm);
+    if (!nm) return NULL;
+    for (uint32_t i = b->cap; i < cap; i++) msg_init(&nm[i]);
+    b->msgs = nm;
+    b->cap = cap;
+  }
+  m = &b->msgs[b->len++];
+  msg_reset(m);
+  return m;
+}
+
+void msg_batch_free(msg_batch *b)
+{
+  for (uint32_t i = 0; i < b->cap; i++) msg_free(&b->msgs[i]);
+  free(b->msgs);
+  b->msgs = NULL;
+  b->len = b->cap = 0;
+}

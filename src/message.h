@@ -1,0 +1,142 @@
+/*
+ * message.h - the event that flows through lumberjit: Heka's message schema
+ * in one compact, reusable C representation.
+ *
+ * A message owns three growable arrays: an arena of bytes (every string and
+ * byte value, the field names too), a field table and a value table. Strings
+ * are stored as spans (offset, length) into the arena so the arena can grow
+ * without invalidating them. msg_reset() empties a message but keeps its
+ * memory, so a message that is reused for every event allocates nothing once
+ * it has grown to the size of the largest event: the hot path does no malloc.
+ *
+ * A message belongs to one thread at a time; nothing here is shared.
+ */
+#ifndef LUMBERJIT_MESSAGE_H
+#define LUMBERJIT_MESSAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Heka's value types, numbered as in Heka's message.proto. */
+typedef enum {
+  MSG_STRING = 0,
+  MSG_BYTES = 1,
+  MSG_INTEGER = 2,
+  MSG_DOUBLE = 3,
+  MSG_BOOL = 4
+} msg_value_type;
+
+/* The header fields, for accessors that take one by name or number. */
+typedef enum {
+  MSG_H_UUID,
+  MSG_H_TIMESTAMP,
+  MSG_H_TYPE,
+  MSG_H_LOGGER,
+  MSG_H_SEVERITY,
+  MSG_H_PAYLOAD,
+  MSG_H_ENV_VERSION,
+  MSG_H_PID,
+  MSG_H_HOSTNAME,
+  MSG_H_COUNT
+} msg_header;
+
+typedef struct {
+  uint32_t off;
+  uint32_t len;
+} msg_span;
+
+typedef union {
+  msg_span s;  /* MSG_STRING, MSG_BYTES */
+  int64_t i;   /* MSG_INTEGER */
+  double d;    /* MSG_DOUBLE */
+  bool b;      /* MSG_BOOL */
+} msg_value;
+
+typedef struct {
+  msg_span name;
+  msg_span representation;
+  msg_value_type type;
+  uint32_t first; /* index of the first value in msg->values */
+  uint32_t count; /* 1 for a scalar, the array length otherwise */
+} msg_field;
+
+/* Where the event came from: kept with every message so that the original
+ * bytes can go to the dead-letter path from any later stage. */
+typedef struct {
+  const char *input;   /* input plugin name */
+  uint64_t position;   /* file offset or sequence number */
+  bool is_offset;      /* position is a byte offset, not a sequence number */
+  const char *bytes;   /* the raw record, owned by the input */
+  size_t len;
+} msg_origin;
+
+typedef struct {
+  /* Header. A string header that was never set has len 0; numeric headers
+   * carry a has_ flag since 0 is a real severity and a real pid. */
+  uint8_t uuid[16];
+  bool has_uuid;
+  int64_t timestamp; /* nanoseconds since the Unix epoch, UTC */
+  int32_t severity;
+  bool has_severity;
+  int32_t pid;
+  bool has_pid;
+  msg_span type, logger, payload, env_version, hostname;
+
+  msg_field *fields;
+  uint32_t nfields, fields_cap;
+  msg_value *values;
+  uint32_t nvalues, values_cap;
+  char *arena;
+  uint32_t arena_len, arena_cap;
+
+  msg_origin origin;
+} msg;
+
+void msg_init(msg *m);
+void msg_free(msg *m);
+/* Empties the message, keeping its memory for the next event. */
+void msg_reset(msg *m);
+
+/* Copies bytes into the arena; returns false only when memory is exhausted
+ * or the message would exceed 4 GiB. */
+bool msg_store(msg *m, const void *bytes, size_t len, msg_span *out);
+
+static inline const char *msg_str(const msg *m, msg_span s)
+{
+  return m->arena + s.off;
+}
+
+/* Appends a field with `count` zeroed values of `type`; returns it, or NULL
+ * when memory is exhausted. The caller fills msg_field_values(). */
+msg_field *msg_add_field(msg *m, const char *name, size_t name_len,
+                         msg_value_type type, uint32_t count);
+
+static inline msg_value *msg_field_values(const msg *m, const msg_field *f)
+{
+  return m->values + f->first;
+}
+
+/* The fi-th field (0-based) named `name`, or NULL. */
+const msg_field *msg_find_field(const msg *m, const char *name,
+                                size_t name_len, unsigned fi);
+
+/* Header names as Heka spells them ("Timestamp", "Payload", ...);
+ * msg_header_by_name returns MSG_H_COUNT for an unknown name. */
+const char *msg_header_name(msg_header h);
+msg_header msg_header_by_name(const char *name, size_t len);
+
+/* A reusable list of messages: what one decoder call produced. Messages
+ * past `len` keep their memory for the next call. */
+typedef struct {
+  msg *msgs;
+  uint32_t len, cap;
+} msg_batch;
+
+/* Appends an empty message (reusing an old one's memory); NULL when memory
+ * is exhausted. */
+msg *msg_batch_add(msg_batch *b);
+static inline void msg_batch_clear(msg_batch *b) { b->len = 0; }
+void msg_batch_free(msg_batch *b);
+
+#endif

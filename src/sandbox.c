@@ -1,0 +1,546 @@
+/*
+ * sandbox.c - lifecycle and calls of a sandboxed plugin.
+ *
+ * A sandbox owns one LuaJIT state at a time. Each call runs under limits
+ * (see sandbox.h for what each counts). The fast path costs two relaxed
+ * atomic stores and one load around a lua_pcall: the JIT stays on, and no
+ * hook is installed. The watchdog thread notices a call that lasts more than
+ * one interval and arms a count hook; from then on the hook counts the
+ * call's instructions and stops it when it breaks the instruction or CPU
+ * limit. LuaJIT is built with LUAJIT_ENABLE_CHECKHOOK, so compiled loops see
+ * the armed hook and leave their trace.
+ *
+ * Stopping is sticky: once a limit breaks, the hook is re-armed to fire on
+ * every instruction and raises an error each time, so a script that catches
+ * errors (while true do pcall(f) end) cannot keep running. The output and
+ * memory limits are sticky too: the call fails even if the script caught
+ * their error.
+ *
+ * A failed call (error or limit) rebuilds the state from the plugin file; a
+ * plugin that fails max_failures calls in a row stops for good. Every
+ * failure is logged once, with the plugin, the entry point, the limit, its
+ * value and the usage seen, the Lua file:line and the input position.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "sandbox_internal.h"
+
+#define MAX_PLUGIN_SIZE (4u << 20)
+
+/* Fixed stack slots of a loaded state. */
+enum { SLOT_ERRFUNC = 1, SLOT_ENTRY = 2 };
+
+static const char *const limit_names[] = {
+  "none", "instruction", "cpu", "memory", "output", "input"
+};
+
+const char *sandbox_limit_name(sandbox_limit l)
+{
+  return limit_names[l];
+}
+
+void sandbox_limits_default(sandbox_limits *l)
+{
+  l->instruction_limit = 1000000;
+  l->cpu_limit_ms = 100;
+  l->memory_limit = 8u << 20;
+  l->output_limit = 64u << 10;
+  l->input_limit = 64u << 10;
+  l->mcode_limit_kb = 2048;
+  l->max_failures = 10;
+}
+
+/* file:line of the innermost Lua function at or above `level`. */
+static void lua_where(lua_State *L, int level, char *out, size_t outlen)
+{
+  lua_Debug ar;
+
+  for (; lua_getstack(L, level, &ar); level++) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+      snprintf(out, outlen, "%s:%d", ar.short_src, ar.currentline);
+      return;
+    }
+  }
+  snprintf(out, outlen, "?");
+}
+
+static void arm_hook(sandbox *sb, int count)
+{
+  pthread_mutex_lock(&sb->hook_lock);
+  lua_sethook(sb->L, sandbox_hook, LUA_MASKCOUNT, count);
+  atomic_store_explicit(&sb->hook_armed, true, memory_order_relaxed);
+  pthread_mutex_unlock(&sb->hook_lock);
+}
+
+static void disarm_hook(sandbox *sb)
+{
+  pthread_mutex_lock(&sb->hook_lock);
+  lua_sethook(sb->L, NULL, 0, 0);
+  atomic_store_explicit(&sb->hook_armed, false, memory_order_relaxed);
+  pthread_mutex_unlock(&sb->hook_lock);
+}
+
+/* Marks the call as stopped by `limit` and makes the stop sticky. */
+static void break_limit(sandbox *sb, sandbox_limit limit, const char *where)
+{
+  if (sb->broken == SANDBOX_LIMIT_NONE) {
+    sb->broken = limit;
+    snprintf(sb->broken_where, sizeof sb->broken_where, "%s", where);
+  }
+  arm_hook(sb, 1);
+}
+
+void sandbox_hook(lua_State *L, lua_Debug *ar)
+{
+  sandbox *sb = sandbox_of(L);
+
+  if (sb->broken == SANDBOX_LIMIT_NONE) {
+    uint64_t seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
+    sandbox_limit limit = SANDBOX_LIMIT_NONE;
+    char where[160];
+
+    sb->instructions += SANDBOX_HOOK_STEP;
+    if (atomic_load_explicit(&sb->stop_seq, memory_order_acquire) == seq)
+      limit = SANDBOX_LIMIT_CPU;
+    else if (sb->limits.instruction_limit &&
+             sb->instructions >= sb->limits.instruction_limit)
+      limit = SANDBOX_LIMIT_INSTRUCTIONS;
+    if (limit == SANDBOX_LIMIT_NONE) return;
+    if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+      snprintf(where, sizeof where, "%s:%d", ar->short_src, ar->currentline);
+    else
+      lua_where(L, 0, where, sizeof where);
+    break_limit(sb, limit, where);
+  }
+  luaL_error(L, "%s limit exceeded", sandbox_limit_name(sb->broken));
+}
+
+void sandbox_count_output(lua_State *L, sandbox *sb, size_t n)
+{
+  char where[160];
+
+  sb->emitted += n;
+  if (!sb->limits.output_limit || sb->emitted <= sb->limits.output_limit)
+    return;
+  lua_where(L, 1, where, sizeof where);
+  break_limit(sb, SANDBOX_LIMIT_OUTPUT, where);
+  luaL_error(L, "output limit exceeded");
+}
+
+/* The error handler of every call: keeps the message and notes where it
+ * was raised (the innermost Lua frame) for the failure report. */
+static int on_error(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+
+  if (sb->broken_where[0] == '\0')
+    lua_where(L, 1, sb->broken_where, sizeof sb->broken_where);
+  if (!lua_isstring(L, 1)) {
+    lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    return 1;
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+static void begin_call(sandbox *sb)
+{
+  uint64_t seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
+
+  sb->emitted = 0;
+  sb->instructions = 0;
+  sb->broken = SANDBOX_LIMIT_NONE;
+  sb->broken_where[0] = '\0';
+  sb->mem.refused_size = 0;
+  if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed))
+    disarm_hook(sb);
+  atomic_store_explicit(&sb->call_seq, seq + 1, memory_order_relaxed);
+  atomic_store_explicit(&sb->in_call, true, memory_order_release);
+}
+
+static void end_call(sandbox *sb)
+{
+  atomic_store_explicit(&sb->in_call, false, memory_order_release);
+  if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed))
+    disarm_hook(sb);
+}
+
+/* The limit a finished call broke: the first one noted, else a refused
+ * allocation (possibly caught by the script). */
+static sandbox_limit call_broken(const sandbox *sb)
+{
+  if (sb->broken != SANDBOX_LIMIT_NONE) return sb->broken;
+  if (sb->mem.refused_size) return SANDBOX_LIMIT_MEMORY;
+  return SANDBOX_LIMIT_NONE;
+}
+
+/* Writes the one-line failure reason of the call that just ended; the error
+ * message, if any, is on top of the stack. */
+static void describe_failure(sandbox *sb, sandbox_limit limit,
+                             sandbox_result *res)
+{
+  lua_State *L = sb->L;
+  const char *where = sb->broken_where[0] ? sb->broken_where : "?";
+  char *r = res->reason;
+  size_t n = sizeof res->reason;
+  double cpu_ms = (double)atomic_load(&sb->cpu_used_ns) / 1e6;
+
+  switch (limit) {
+  case SANDBOX_LIMIT_CPU:
+    snprintf(r, n, "cpu limit exceeded: limit %" PRIu32 " ms, used %.1f ms, at %s",
+             sb->limits.cpu_limit_ms, cpu_ms, where);
+    break;
+  case SANDBOX_LIMIT_INSTRUCTIONS:
+    snprintf(r, n, "instruction limit exceeded: limit %" PRIu64
+             ", counted %" PRIu64 " after %.1f ms of CPU, at %s",
+             sb->limits.instruction_limit, sb->instructions, cpu_ms, where);
+    break;
+  case SANDBOX_LIMIT_MEMORY:
+    snprintf(r, n, "memory limit exceeded: limit %zu bytes, in use %zu, "
+             "refused a request of %zu bytes, in process_message (%s:%d)",
+             sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size,
+             sb->filename, sb->entry_line);
+    break;
+  case SANDBOX_LIMIT_OUTPUT:
+    snprintf(r, n, "output limit exceeded: limit %zu bytes, emitted %zu, at %s",
+             sb->limits.output_limit, sb->emitted, where);
+    break;
+  default:
+    snprintf(r, n, "error: %s",
+             lua_isstring(L, -1) ? lua_tostring(L, -1) : "unknown");
+    break;
+  }
+}
+
+static void log_line(sandbox *sb, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
+
+static void log_line(sandbox *sb, const char *fmt, ...)
+{
+  char line[1024];
+  va_list ap;
+
+  if (!sb->log) return;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  sb->log(sb->log_ud, line);
+}
+
+static void close_state(sandbox *sb)
+{
+  pthread_mutex_lock(&sb->hook_lock);
+  if (sb->L) lua_close(sb->L);
+  sb->L = NULL;
+  atomic_store(&sb->hook_armed, false);
+  pthread_mutex_unlock(&sb->hook_lock);
+}
+
+/* Creates the state and runs the plugin file in it (under the limits, so a
+ * plugin whose top level runs away is stopped too). Leaves the error
+ * handler and process_message in their slots. */
+static int load_state(sandbox *sb, char *err, size_t errlen)
+{
+  lua_State *L;
+  size_t len;
+  char *src;
+  int rc;
+
+  close_state(sb);
+  sb->mem.used = 0;
+  L = lua_newstate(sandbox_alloc, &sb->mem);
+  if (!L) {
+    snprintf(err, errlen, "cannot create a Lua state within %zu bytes",
+             sb->limits.memory_limit);
+    return -1;
+  }
+  pthread_mutex_lock(&sb->hook_lock);
+  sb->L = L;
+  pthread_mutex_unlock(&sb->hook_lock);
+  if (sandbox_env_open(L, err, errlen) != 0) goto fail;
+  sandbox_api_open(L, sb);
+  if (luaL_loadbufferx(L, sb->settings, strlen(sb->settings), "=settings", "t") ||
+      lua_pcall(L, 0, 1, 0)) {
+    snprintf(err, errlen, "bad settings: %s", lua_tostring(L, -1));
+    goto fail;
+  }
+  lua_setfield(L, LUA_REGISTRYINDEX, "lumberjit.settings");
+
+  src = sandbox_read_file(sb->filename, MAX_PLUGIN_SIZE, &len, err, errlen);
+  if (!src) goto fail;
+  lua_pushcfunction(L, on_error);
+  lua_pushfstring(L, "@%s", sb->filename);
+  rc = luaL_loadbufferx(L, src, len, lua_tostring(L, -1), "t");
+  free(src);
+  lua_remove(L, -2);
+  if (rc != 0) {
+    snprintf(err, errlen, "%s", lua_tostring(L, -1));
+    goto fail;
+  }
+  begin_call(sb);
+  rc = lua_pcall(L, 0, 0, SLOT_ERRFUNC);
+  end_call(sb);
+  if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
+    sandbox_result res;
+    describe_failure(sb, call_broken(sb), &res);
+    snprintf(err, errlen, "%s: loading failed: %s", sb->filename, res.reason);
+    goto fail;
+  }
+  lua_getglobal(L, "process_message");
+  if (!lua_isfunction(L, -1)) {
+    snprintf(err, errlen, "%s does not define the function process_message",
+             sb->filename);
+    goto fail;
+  }
+  {
+    lua_Debug ar;
+    lua_pushvalue(L, -1);
+    lua_getinfo(L, ">S", &ar);
+    sb->entry_line = ar.linedefined;
+  }
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  return 0;
+fail:
+  close_state(sb);
+  return -1;
+}
+
+/* After a failed call: log it, then rebuild the state or stop the plugin. */
+static void recover(sandbox *sb, const sandbox_result *res)
+{
+  const msg_origin *o = sb->origin;
+  char origin[256], err[512];
+
+  snprintf(origin, sizeof origin, "input \"%s\" %s %" PRIu64,
+           o && o->input ? o->input : "-",
+           o && o->is_offset ? "offset" : "record", o ? o->position : 0);
+  sb->stats.failed++;
+  sb->failures_in_row++;
+  if (sb->failures_in_row >= sb->limits.max_failures) {
+    close_state(sb);
+    log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; plugin stopped "
+             "after %" PRIu32 " failed calls in a row", sb->name, sb->filename,
+             res->reason, origin, sb->failures_in_row);
+    return;
+  }
+  if (load_state(sb, err, sizeof err) != 0) {
+    log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; plugin stopped: "
+             "rebuilding its state failed: %s", sb->name, sb->filename,
+             res->reason, origin, err);
+    return;
+  }
+  sb->stats.restarts++;
+  log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; state rebuilt "
+           "(failure %" PRIu32 " of %" PRIu32 " allowed in a row)", sb->name,
+           sb->filename, res->reason, origin, sb->failures_in_row,
+           sb->limits.max_failures);
+}
+
+/* Runs process_message with `nargs` arguments already pushed above the
+ * entry slot; on success leaves its two results on the stack. */
+static bool run_entry(sandbox *sb, int nargs, sandbox_result *res)
+{
+  lua_State *L = sb->L;
+  int rc;
+  sandbox_limit limit;
+
+  begin_call(sb);
+  rc = lua_pcall(L, nargs, 2, SLOT_ERRFUNC);
+  end_call(sb);
+  sb->stats.calls++;
+  limit = call_broken(sb);
+  if (rc == 0 && limit == SANDBOX_LIMIT_NONE) return true;
+  res->status = SANDBOX_FAILED;
+  res->limit = limit;
+  describe_failure(sb, limit, res);
+  lua_settop(L, SLOT_ENTRY);
+  recover(sb, res);
+  return false;
+}
+
+/* Reads the (code, reason) results every entry point returns. */
+static sandbox_status entry_status(sandbox *sb, sandbox_result *res)
+{
+  lua_State *L = sb->L;
+
+  if (lua_type(L, -2) == LUA_TNUMBER) {
+    lua_Number code = lua_tonumber(L, -2);
+    if (code == -1) {
+      snprintf(res->reason, sizeof res->reason, "rejected by %s: %s",
+               sb->name, lua_isstring(L, -1) ? lua_tostring(L, -1)
+                                             : "no reason given");
+      sb->stats.rejected++;
+      return SANDBOX_REJECTED;
+    }
+    if (code == -2 && sb->kind == SANDBOX_ENCODER) {
+      sb->stats.skipped++;
+      return SANDBOX_SKIPPED;
+    }
+  }
+  return SANDBOX_OK;
+}
+
+static void result_init(sandbox_result *res)
+{
+  res->status = SANDBOX_OK;
+  res->limit = SANDBOX_LIMIT_NONE;
+  res->reason[0] = '\0';
+}
+
+static bool stopped(sandbox *sb, sandbox_result *res)
+{
+  if (sb->L) return false;
+  res->status = SANDBOX_STOPPED;
+  snprintf(res->reason, sizeof res->reason, "plugin \"%s\" is stopped",
+           sb->name);
+  return true;
+}
+
+void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
+                    sandbox_result *res)
+{
+  uint32_t first = out->len;
+  lua_State *L = sb->L;
+
+  result_init(res);
+  if (stopped(sb, res)) return;
+  if (sb->limits.input_limit && rec->len > sb->limits.input_limit) {
+    res->status = SANDBOX_REJECTED;
+    res->limit = SANDBOX_LIMIT_INPUT;
+    snprintf(res->reason, sizeof res->reason,
+             "input limit exceeded: record of %zu bytes, limit %zu",
+             rec->len, sb->limits.input_limit);
+    sb->stats.rejected++;
+    return;
+  }
+  sb->origin = rec;
+  sb->batch = out;
+  lua_pushvalue(L, SLOT_ENTRY);
+  lua_pushlstring(L, rec->bytes, rec->len);
+  if (run_entry(sb, 1, res)) {
+    res->status = entry_status(sb, res);
+    sb->failures_in_row = 0;
+    lua_settop(L, SLOT_ENTRY);
+  }
+  if (res->status != SANDBOX_OK) out->len = first;
+  sb->batch = NULL;
+  sb->origin = NULL;
+}
+
+void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res)
+{
+  size_t first = out->len;
+  lua_State *L = sb->L;
+
+  result_init(res);
+  if (stopped(sb, res)) return;
+  sb->origin = &m->origin;
+  sb->current = m;
+  sb->field_iter = 0;
+  sb->out = out;
+  lua_pushvalue(L, SLOT_ENTRY);
+  if (run_entry(sb, 0, res)) {
+    res->status = entry_status(sb, res);
+    if (res->status == SANDBOX_OK && lua_type(L, -2) == LUA_TSTRING) {
+      size_t len;
+      const char *s = lua_tolstring(L, -2, &len);
+      sb->emitted += len;
+      if (sb->limits.output_limit && sb->emitted > sb->limits.output_limit) {
+        snprintf(sb->broken_where, sizeof sb->broken_where,
+                 "return of process_message");
+        res->status = SANDBOX_FAILED;
+        res->limit = SANDBOX_LIMIT_OUTPUT;
+        describe_failure(sb, SANDBOX_LIMIT_OUTPUT, res);
+        lua_settop(L, SLOT_ENTRY);
+        recover(sb, res);
+      } else if (!buf_append(out, s, len)) {
+        res->status = SANDBOX_FAILED;
+        snprintf(res->reason, sizeof res->reason, "out of memory");
+      }
+    }
+    if (res->status != SANDBOX_FAILED) {
+      sb->failures_in_row = 0;
+      lua_settop(L, SLOT_ENTRY);
+    }
+  }
+  if (res->status != SANDBOX_OK) out->len = first;
+  sb->current = NULL;
+  sb->out = NULL;
+  sb->origin = NULL;
+}
+
+static char *dup_or_empty(const char *s)
+{
+  return strdup(s ? s : "");
+}
+
+sandbox *sandbox_create(const sandbox_config *cfg, sandbox_watchdog *wd,
+                        char *err, size_t errlen)
+{
+  sandbox *sb = calloc(1, sizeof *sb);
+
+  if (!sb) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  sb->name = dup_or_empty(cfg->name);
+  sb->filename = dup_or_empty(cfg->filename);
+  sb->settings = dup_or_empty(cfg->settings && *cfg->settings ? cfg->settings
+                                                              : "return {}");
+  sb->module_dirs = dup_or_empty(cfg->module_dirs);
+  sb->kind = cfg->kind;
+  sb->limits = cfg->limits;
+  if (sb->limits.max_failures == 0) sb->limits.max_failures = 1;
+  sb->log = cfg->log;
+  sb->log_ud = cfg->log_ud;
+  sb->mem.limit = cfg->limits.memory_limit;
+  pthread_mutex_init(&sb->hook_lock, NULL);
+  if (!sb->name || !sb->filename || !sb->settings || !sb->module_dirs ||
+      pthread_getcpuclockid(pthread_self(), &sb->owner_clock) != 0) {
+    snprintf(err, errlen, "out of memory or no thread CPU clock");
+    sandbox_destroy(sb);
+    return NULL;
+  }
+  sb->wd = wd;
+  if (wd) sandbox_watchdog_add(wd, sb);
+  if (load_state(sb, err, errlen) != 0) {
+    sandbox_destroy(sb);
+    return NULL;
+  }
+  return sb;
+}
+
+void sandbox_destroy(sandbox *sb)
+{
+  if (!sb) return;
+  if (sb->wd) sandbox_watchdog_remove(sb->wd, sb);
+  close_state(sb);
+  pthread_mutex_destroy(&sb->hook_lock);
+  free(sb->name);
+  free(sb->filename);
+  free(sb->settings);
+  free(sb->module_dirs);
+  free(sb);
+}
+
+bool sandbox_is_stopped(const sandbox *sb)
+{
+  return sb->L == NULL;
+}
+
+void sandbox_get_stats(const sandbox *sb, sandbox_stats *out)
+{
+  *out = sb->stats;
+  out->memory_peak = sb->mem.peak;
+}
+
+const char *sandbox_name(const sandbox *sb)
+{
+  return sb->name;
+}

@@ -1,0 +1,133 @@
+/*
+ * sandbox.h - the sandbox runtime: one LuaJIT state per plugin instance,
+ * with limits, a restricted environment and Heka's plugin API.
+ *
+ * This is the collector's whole contract with the runtime; the runtime
+ * knows nothing of inputs, routing or outputs. A sandbox is owned by the
+ * thread that created it: every call on it must come from that thread
+ * (the watchdog measures that thread's CPU clock). Sandboxes on different
+ * threads share nothing but the watchdog.
+ *
+ * What each limit counts (also in README.md, "Sandbox limits"):
+ * - cpu_limit_ms: CPU time of the owning thread during one call, sampled by
+ *   the watchdog every watchdog interval. A call is stopped at the first
+ *   sample past the limit, so it may overrun by up to one interval. This is
+ *   the limit that stops any runaway code, compiled loops included.
+ * - instruction_limit: Lua VM instructions of one call, counted in steps of
+ *   SANDBOX_HOOK_STEP by a count hook. The hook is armed only once a call
+ *   has run for one watchdog interval, because an armed hook forces compiled
+ *   code back to the interpreter. Instructions of a call that finishes within
+ *   its first interval are not counted; past that, every instruction is.
+ * - memory_limit: bytes held by the state's allocator (the whole Lua heap,
+ *   LPeg and cjson buffers included; JIT machine code is bounded apart, by
+ *   mcode_limit_kb). A refused allocation fails the call even if the script
+ *   catches the error.
+ * - output_limit: bytes one call emits: injected messages' strings and
+ *   numbers, inject_payload data, the returned string, print() output.
+ * - input_limit: bytes of one record handed to a decoder call; a longer
+ *   record is rejected before any Lua runs (a C call such as an LPeg match
+ *   cannot be interrupted, so its input is what bounds it).
+ */
+#ifndef LUMBERJIT_SANDBOX_H
+#define LUMBERJIT_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "message.h"
+
+#define SANDBOX_HOOK_STEP 1000
+
+typedef struct sandbox sandbox;
+typedef struct sandbox_watchdog sandbox_watchdog;
+
+typedef enum { SANDBOX_DECODER, SANDBOX_ENCODER } sandbox_kind;
+
+typedef struct {
+  uint64_t instruction_limit; /* 0: none */
+  uint32_t cpu_limit_ms;      /* 0: none */
+  size_t memory_limit;        /* bytes; 0: none */
+  size_t output_limit;        /* bytes per call; 0: none */
+  size_t input_limit;         /* bytes per record; 0: none */
+  uint32_t mcode_limit_kb;    /* JIT machine code per state */
+  uint32_t max_failures;      /* failed calls in a row before the plugin stops */
+} sandbox_limits;
+
+/* The defaults: 1e6 instructions, 100 ms, 8 MiB, 64 KiB out, 64 KiB in,
+ * 2048 KiB of machine code, 10 failures in a row. */
+void sandbox_limits_default(sandbox_limits *l);
+
+/* Receives one line of the runtime's log: terminations, restarts, stops and
+ * the plugins' print() output. */
+typedef void (*sandbox_log_fn)(void *ud, const char *line);
+
+typedef struct {
+  const char *name;        /* plugin instance name, for messages */
+  const char *filename;    /* the plugin's Lua file */
+  sandbox_kind kind;
+  const char *settings;    /* Lua source returning the table read_config reads */
+  const char *module_dirs; /* ';'-separated directories require searches */
+  sandbox_limits limits;
+  sandbox_log_fn log;
+  void *log_ud;
+} sandbox_config;
+
+typedef enum {
+  SANDBOX_OK,       /* the call succeeded */
+  SANDBOX_REJECTED, /* the script returned -1 (or the input was too large) */
+  SANDBOX_SKIPPED,  /* an encoder returned -2 */
+  SANDBOX_FAILED,   /* an error or a broken limit: the state was rebuilt,
+                     * or the plugin stopped (sandbox_is_stopped) */
+  SANDBOX_STOPPED   /* the plugin had stopped before; nothing ran */
+} sandbox_status;
+
+typedef enum {
+  SANDBOX_LIMIT_NONE,
+  SANDBOX_LIMIT_INSTRUCTIONS,
+  SANDBOX_LIMIT_CPU,
+  SANDBOX_LIMIT_MEMORY,
+  SANDBOX_LIMIT_OUTPUT,
+  SANDBOX_LIMIT_INPUT
+} sandbox_limit;
+
+typedef struct {
+  sandbox_status status;
+  sandbox_limit limit;   /* which limit broke, for SANDBOX_FAILED/REJECTED */
+  char reason[512];      /* one line, for the dead-letter record */
+} sandbox_result;
+
+typedef struct {
+  uint64_t calls, rejected, skipped, failed, restarts;
+  size_t memory_peak;
+} sandbox_stats;
+
+/* The watchdog is one thread that serves every sandbox given to it.
+ * interval_ms is its sampling period (1 to 1000). */
+sandbox_watchdog *sandbox_watchdog_start(unsigned interval_ms, char *err,
+                                         size_t errlen);
+void sandbox_watchdog_stop(sandbox_watchdog *wd);
+
+/* Loads the plugin; NULL with a message in err when its file does not load
+ * or lacks process_message. cfg's strings are copied. */
+sandbox *sandbox_create(const sandbox_config *cfg, sandbox_watchdog *wd,
+                        char *err, size_t errlen);
+void sandbox_destroy(sandbox *sb);
+
+/* Decoder call: process_message(record). Messages it injects are appended
+ * to `out`, each with rec as its origin; on any status but SANDBOX_OK
+ * nothing is appended. */
+void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
+                    sandbox_result *res);
+
+/* Encoder call: process_message() reading m. The encoded bytes are appended
+ * to `out`; on any status but SANDBOX_OK nothing is appended. */
+void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res);
+
+bool sandbox_is_stopped(const sandbox *sb);
+void sandbox_get_stats(const sandbox *sb, sandbox_stats *out);
+const char *sandbox_name(const sandbox *sb);
+const char *sandbox_limit_name(sandbox_limit l);
+
+#endif

@@ -1,0 +1,430 @@
+/*
+ * sandbox_api.c - Heka's plugin API inside a sandbox: read_config,
+ * inject_message (decoders), read_message, read_next_field and
+ * inject_payload (encoders). sandbox/README.md is the user-facing contract.
+ *
+ * inject_message converts the script's table straight into a C message of
+ * the call's batch; read_message hands the encoder single values of the C
+ * message, so nothing is copied into Lua tables unless the script asks.
+ * Every byte emitted counts against the output limit.
+ */
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "sandbox_internal.h"
+
+static int api_read_config(lua_State *L)
+{
+  luaL_checkstring(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, "lumberjit.settings");
+  lua_pushvalue(L, 1);
+  lua_rawget(L, -2);
+  return 1;
+}
+
+/* ---- inject_message ---- */
+
+static void check_mem(lua_State *L, bool ok)
+{
+  if (!ok) luaL_error(L, "inject_message: out of memory");
+}
+
+static void store_header_string(lua_State *L, sandbox *sb, msg *m,
+                                msg_span *span, const char *key)
+{
+  size_t len;
+  const char *s;
+
+  if (lua_type(L, -1) != LUA_TSTRING)
+    luaL_error(L, "inject_message: %s must be a string, not a %s", key,
+               luaL_typename(L, -1));
+  s = lua_tolstring(L, -1, &len);
+  sandbox_count_output(L, sb, len);
+  check_mem(L, msg_store(m, s, len, span));
+}
+
+static lua_Number header_number(lua_State *L, const char *key)
+{
+  if (lua_type(L, -1) != LUA_TNUMBER)
+    luaL_error(L, "inject_message: %s must be a number, not a %s", key,
+               luaL_typename(L, -1));
+  return lua_tonumber(L, -1);
+}
+
+static int hexval(int c)
+{
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Uuid: 16 raw bytes, or the 36-character text form. */
+static void store_uuid(lua_State *L, msg *m)
+{
+  size_t len;
+  const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len)
+                                                 : NULL;
+  if (s && len == 16) {
+    memcpy(m->uuid, s, 16);
+  } else if (s && len == 36) {
+    int n = 0;
+    for (size_t i = 0; i < 36; i++) {
+      int hi, lo;
+      if (i == 8 || i == 13 || i == 18 || i == 23) {
+        if (s[i] != '-') goto bad;
+        continue;
+      }
+      hi = hexval(s[i]);
+      lo = hexval(s[++i]);
+      if (hi < 0 || lo < 0) goto bad;
+      m->uuid[n++] = (uint8_t)(hi << 4 | lo);
+    }
+  } else {
+    goto bad;
+  }
+  m->has_uuid = true;
+  return;
+bad:
+  luaL_error(L, "inject_message: Uuid must be 16 bytes or 36 characters");
+}
+
+static msg_value_type value_type_of(lua_State *L, int idx, const char *name)
+{
+  switch (lua_type(L, idx)) {
+  case LUA_TSTRING: return MSG_STRING;
+  case LUA_TNUMBER: return MSG_DOUBLE;
+  case LUA_TBOOLEAN: return MSG_BOOL;
+  default:
+    luaL_error(L, "inject_message: field '%s' has a %s value", name,
+               luaL_typename(L, idx));
+    return MSG_STRING;
+  }
+}
+
+static void set_value(lua_State *L, sandbox *sb, msg *m, msg_value_type type,
+                      int idx, uint32_t field, uint32_t i, const char *name)
+{
+  msg_value *v = msg_field_values(m, &m->fields[field]) + i;
+
+  switch (type) {
+  case MSG_STRING:
+  case MSG_BYTES: {
+    size_t len;
+    const char *s;
+    msg_span span;
+    if (lua_type(L, idx) != LUA_TSTRING) goto mismatch;
+    s = lua_tolstring(L, idx, &len);
+    sandbox_count_output(L, sb, len);
+    check_mem(L, msg_store(m, s, len, &span));
+    v->s = span;
+    return;
+  }
+  case MSG_INTEGER:
+    if (lua_type(L, idx) != LUA_TNUMBER) goto mismatch;
+    v->i = (int64_t)lua_tonumber(L, idx);
+    break;
+  case MSG_DOUBLE:
+    if (lua_type(L, idx) != LUA_TNUMBER) goto mismatch;
+    v->d = lua_tonumber(L, idx);
+    break;
+  case MSG_BOOL:
+    if (lua_type(L, idx) != LUA_TBOOLEAN) goto mismatch;
+    v->b = lua_toboolean(L, idx);
+    break;
+  }
+  sandbox_count_output(L, sb, 8);
+  return;
+mismatch:
+  luaL_error(L, "inject_message: field '%s' mixes value types", name);
+}
+
+/* Adds one field from the value on top of the stack: a scalar, an array of
+ * scalars, or {value = scalar|array, value_type = n, representation = s}. */
+static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
+                      size_t name_len)
+{
+  int top = lua_gettop(L), val = top;
+  msg_value_type type = MSG_STRING;
+  bool typed = false, array;
+  uint32_t count = 1, field;
+  const char *rep = NULL;
+  size_t rep_len = 0;
+  msg_field *f;
+
+  sandbox_count_output(L, sb, name_len);
+  if (lua_type(L, top) == LUA_TTABLE) {
+    lua_getfield(L, top, "value");
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+    } else {
+      val = lua_gettop(L);
+      lua_getfield(L, top, "value_type");
+      if (!lua_isnil(L, -1)) {
+        lua_Number t = lua_tonumber(L, -1);
+        if (lua_type(L, -1) != LUA_TNUMBER || t < MSG_STRING || t > MSG_BOOL ||
+            t != (int)t)
+          luaL_error(L, "inject_message: field '%s' has an unknown value_type",
+                     name);
+        type = (msg_value_type)(int)t;
+        typed = true;
+      }
+      lua_getfield(L, top, "representation");
+      if (lua_type(L, -1) == LUA_TSTRING) rep = lua_tolstring(L, -1, &rep_len);
+    }
+  }
+  array = lua_type(L, val) == LUA_TTABLE;
+  if (array) {
+    count = (uint32_t)lua_objlen(L, val);
+    if (count == 0)
+      luaL_error(L, "inject_message: field '%s' is an empty array", name);
+    lua_rawgeti(L, val, 1);
+    if (!typed) type = value_type_of(L, -1, name);
+    lua_pop(L, 1);
+  } else if (!typed) {
+    type = value_type_of(L, val, name);
+  }
+  f = msg_add_field(m, name, name_len, type, count);
+  check_mem(L, f != NULL);
+  field = (uint32_t)(f - m->fields);
+  if (rep) {
+    sandbox_count_output(L, sb, rep_len);
+    check_mem(L, msg_store(m, rep, rep_len, &m->fields[field].representation));
+  }
+  if (!array) {
+    set_value(L, sb, m, type, val, field, 0, name);
+  } else {
+    for (uint32_t i = 0; i < count; i++) {
+      lua_rawgeti(L, val, (int)i + 1);
+      set_value(L, sb, m, type, lua_gettop(L), field, i, name);
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+}
+
+static void add_fields(lua_State *L, sandbox *sb, msg *m)
+{
+  int t = lua_gettop(L);
+
+  if (lua_type(L, t) != LUA_TTABLE)
+    luaL_error(L, "inject_message: Fields must be a table, not a %s",
+               luaL_typename(L, t));
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    size_t len;
+    const char *name;
+    if (lua_type(L, -2) != LUA_TSTRING)
+      luaL_error(L, "inject_message: field names must be strings");
+    name = lua_tolstring(L, -2, &len);
+    add_field(L, sb, m, name, len);
+    lua_pop(L, 1);
+  }
+}
+
+/* One header key of the message table (value on top of the stack). */
+static void set_header(lua_State *L, sandbox *sb, msg *m, const char *key,
+                       size_t len)
+{
+  switch (msg_header_by_name(key, len)) {
+  case MSG_H_TIMESTAMP: {
+    lua_Number ns = header_number(L, "Timestamp");
+    if (!(ns > -9.2e18 && ns < 9.2e18))
+      luaL_error(L, "inject_message: Timestamp out of range");
+    m->timestamp = (int64_t)ns;
+    break;
+  }
+  case MSG_H_SEVERITY:
+    m->severity = (int32_t)header_number(L, "Severity");
+    m->has_severity = true;
+    break;
+  case MSG_H_PID:
+    m->pid = (int32_t)header_number(L, "Pid");
+    m->has_pid = true;
+    break;
+  case MSG_H_TYPE: store_header_string(L, sb, m, &m->type, "Type"); return;
+  case MSG_H_LOGGER: store_header_string(L, sb, m, &m->logger, "Logger"); return;
+  case MSG_H_PAYLOAD: store_header_string(L, sb, m, &m->payload, "Payload"); return;
+  case MSG_H_HOSTNAME:
+    store_header_string(L, sb, m, &m->hostname, "Hostname");
+    return;
+  case MSG_H_ENV_VERSION:
+    store_header_string(L, sb, m, &m->env_version, "EnvVersion");
+    return;
+  case MSG_H_UUID: store_uuid(L, m); break;
+  default:
+    if (len == 6 && memcmp(key, "Fields", 6) == 0) {
+      add_fields(L, sb, m);
+      return;
+    }
+    luaL_error(L, "inject_message: unknown key '%s' (header names are "
+               "Timestamp, Type, Logger, Severity, Payload, EnvVersion, Pid, "
+               "Hostname, Uuid and Fields)", key);
+  }
+  sandbox_count_output(L, sb, 8);
+}
+
+static int api_inject_message(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+  msg *m;
+
+  if (!sb->batch) return luaL_error(L, "inject_message: only decoders inject messages");
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  m = msg_batch_add(sb->batch);
+  check_mem(L, m != NULL);
+  m->origin = *sb->origin;
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    size_t len;
+    const char *key;
+    if (lua_type(L, -2) != LUA_TSTRING)
+      return luaL_error(L, "inject_message: keys must be strings");
+    key = lua_tolstring(L, -2, &len);
+    set_header(L, sb, m, key, len);
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+/* ---- read_message, read_next_field ---- */
+
+static const msg *current_message(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+  if (!sb->current) luaL_error(L, "read_message: there is no current message");
+  return sb->current;
+}
+
+static void push_span(lua_State *L, const msg *m, msg_span s)
+{
+  if (s.len) lua_pushlstring(L, msg_str(m, s), s.len);
+  else lua_pushnil(L);
+}
+
+static void push_value(lua_State *L, const msg *m, const msg_field *f,
+                       uint32_t i)
+{
+  const msg_value *v = msg_field_values(m, f) + i;
+
+  switch (f->type) {
+  case MSG_STRING:
+  case MSG_BYTES: lua_pushlstring(L, msg_str(m, v->s), v->s.len); break;
+  case MSG_INTEGER: lua_pushnumber(L, (lua_Number)v->i); break;
+  case MSG_DOUBLE: lua_pushnumber(L, v->d); break;
+  case MSG_BOOL: lua_pushboolean(L, v->b); break;
+  }
+}
+
+static int push_header(lua_State *L, const msg *m, msg_header h)
+{
+  switch (h) {
+  case MSG_H_TIMESTAMP: lua_pushnumber(L, (lua_Number)m->timestamp); break;
+  case MSG_H_SEVERITY:
+    if (m->has_severity) lua_pushnumber(L, m->severity);
+    else lua_pushnil(L);
+    break;
+  case MSG_H_PID:
+    if (m->has_pid) lua_pushnumber(L, m->pid);
+    else lua_pushnil(L);
+    break;
+  case MSG_H_UUID:
+    if (m->has_uuid) lua_pushlstring(L, (const char *)m->uuid, 16);
+    else lua_pushnil(L);
+    break;
+  case MSG_H_TYPE: push_span(L, m, m->type); break;
+  case MSG_H_LOGGER: push_span(L, m, m->logger); break;
+  case MSG_H_PAYLOAD: push_span(L, m, m->payload); break;
+  case MSG_H_ENV_VERSION: push_span(L, m, m->env_version); break;
+  case MSG_H_HOSTNAME: push_span(L, m, m->hostname); break;
+  default: lua_pushnil(L); break;
+  }
+  return 1;
+}
+
+static int api_read_message(lua_State *L)
+{
+  const msg *m = current_message(L);
+  size_t len;
+  const char *name = luaL_checklstring(L, 1, &len);
+  lua_Integer fi = luaL_optinteger(L, 2, 0);
+  lua_Integer ai = luaL_optinteger(L, 3, 0);
+  const msg_field *f;
+  msg_header h;
+
+  if (len > 8 && memcmp(name, "Fields[", 7) == 0 && name[len - 1] == ']') {
+    if (fi < 0 || ai < 0) return 0;
+    f = msg_find_field(m, name + 7, len - 8, (unsigned)fi);
+    if (!f || (uint64_t)ai >= f->count) return 0;
+    push_value(L, m, f, (uint32_t)ai);
+    return 1;
+  }
+  if (len == 3 && memcmp(name, "raw", 3) == 0) {
+    lua_pushlstring(L, m->origin.bytes ? m->origin.bytes : "", m->origin.len);
+    return 1;
+  }
+  h = msg_header_by_name(name, len);
+  if (h == MSG_H_COUNT)
+    return luaL_error(L, "read_message: unknown name '%s'", name);
+  return push_header(L, m, h);
+}
+
+static int api_read_next_field(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+  const msg *m = current_message(L);
+  const msg_field *f;
+
+  if (sb->field_iter >= m->nfields) return 0;
+  f = &m->fields[sb->field_iter++];
+  lua_pushinteger(L, f->type);
+  lua_pushlstring(L, msg_str(m, f->name), f->name.len);
+  if (f->count == 1) {
+    push_value(L, m, f, 0);
+  } else {
+    lua_createtable(L, (int)f->count, 0);
+    for (uint32_t i = 0; i < f->count; i++) {
+      push_value(L, m, f, i);
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+  }
+  push_span(L, m, f->representation);
+  lua_pushinteger(L, f->count);
+  return 5;
+}
+
+/* inject_payload(type, name, data...): appends the data to the encoder's
+ * output. type and name are accepted for Heka compatibility. */
+static int api_inject_payload(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+  int n = lua_gettop(L);
+
+  if (!sb->out) return luaL_error(L, "inject_payload: only encoders inject payloads");
+  for (int i = 3; i <= n; i++) {
+    size_t len;
+    const char *s;
+    if (!lua_isstring(L, i))
+      return luaL_error(L, "inject_payload: argument %d is a %s, not a string",
+                        i, luaL_typename(L, i));
+    s = lua_tolstring(L, i, &len);
+    sandbox_count_output(L, sb, len);
+    if (!buf_append(sb->out, s, len))
+      return luaL_error(L, "inject_payload: out of memory");
+  }
+  return 0;
+}
+
+void sandbox_api_open(lua_State *L, sandbox *sb)
+{
+  lua_register(L, "read_config", api_read_config);
+  if (sb->kind == SANDBOX_DECODER) {
+    lua_register(L, "inject_message", api_inject_message);
+  } else {
+    lua_register(L, "read_message", api_read_message);
+    lua_register(L, "read_next_field", api_read_next_field);
+    lua_register(L, "inject_payload", api_inject_payload);
+  }
+}

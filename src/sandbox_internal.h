@@ -1,0 +1,94 @@
+/*
+ * sandbox_internal.h - what the sandbox_*.c files share and nobody else
+ * sees: the sandbox struct and the hand-offs between lifecycle (sandbox.c),
+ * allocator (sandbox_alloc.c), environment (sandbox_env.c), plugin API
+ * (sandbox_api.c) and watchdog (sandbox_watchdog.c).
+ *
+ * Threads: everything here is touched by the owning thread, except the
+ * fields marked "watchdog", which the watchdog thread reads or writes too.
+ * The hook is armed and disarmed under hook_lock by either thread.
+ */
+#ifndef LUMBERJIT_SANDBOX_INTERNAL_H
+#define LUMBERJIT_SANDBOX_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include <lua.h>
+
+#include "sandbox.h"
+
+typedef struct {
+  size_t used, peak, limit;
+  size_t refused_size; /* the request refused in this call, 0 if none */
+} sandbox_mem;
+
+struct sandbox {
+  char *name, *filename, *settings, *module_dirs;
+  sandbox_kind kind;
+  sandbox_limits limits;
+  sandbox_log_fn log;
+  void *log_ud;
+
+  lua_State *L;            /* NULL once stopped */
+  int entry_line;          /* where process_message is defined */
+  sandbox_mem mem;
+  sandbox_stats stats;
+  uint32_t failures_in_row;
+
+  /* The call in progress. */
+  const msg_origin *origin; /* decoder: the record; encoder: the message's */
+  msg_batch *batch;         /* decoder output */
+  const msg *current;       /* encoder input */
+  uint32_t field_iter;      /* read_next_field position */
+  buf *out;                 /* encoder output */
+  size_t emitted;           /* bytes counted against output_limit */
+  uint64_t instructions;    /* counted by the hook */
+  sandbox_limit broken;     /* the limit that stopped this call */
+  char broken_where[160];   /* Lua file:line where it was stopped */
+
+  /* Shared with the watchdog. */
+  sandbox_watchdog *wd;
+  struct sandbox *wd_next;
+  clockid_t owner_clock;       /* CPU clock of the owning thread */
+  atomic_uint_fast64_t call_seq; /* bumped at each call start */
+  atomic_bool in_call;
+  atomic_bool hook_armed;
+  atomic_uint_fast64_t stop_seq; /* watchdog: stop this call for CPU */
+  atomic_uint_fast64_t cpu_used_ns; /* watchdog's last sample */
+  pthread_mutex_t hook_lock;
+  uint64_t wd_seen_seq;        /* watchdog only */
+  uint64_t wd_cpu_start;       /* watchdog only */
+};
+
+/* sandbox_alloc.c */
+void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
+
+/* sandbox_env.c: builds the restricted environment in a new state. */
+int sandbox_env_open(lua_State *L, char *err, size_t errlen);
+/* Reads a whole file; NULL with a message in err on failure. */
+char *sandbox_read_file(const char *path, size_t max, size_t *len, char *err,
+                        size_t errlen);
+
+/* sandbox_api.c: registers read_config, inject_message, ... */
+void sandbox_api_open(lua_State *L, sandbox *sb);
+/* Counts n bytes against the output limit; raises a Lua error past it. */
+void sandbox_count_output(lua_State *L, sandbox *sb, size_t n);
+
+/* sandbox.c: the count hook the watchdog arms. */
+void sandbox_hook(lua_State *L, lua_Debug *ar);
+/* The sandbox of a state: the allocator's userdata. */
+static inline sandbox *sandbox_of(lua_State *L)
+{
+  void *ud;
+  lua_getallocf(L, &ud);
+  return (sandbox *)((char *)ud - offsetof(sandbox, mem));
+}
+
+/* sandbox_watchdog.c */
+void sandbox_watchdog_add(sandbox_watchdog *wd, sandbox *sb);
+void sandbox_watchdog_remove(sandbox_watchdog *wd, sandbox *sb);
+uint64_t sandbox_thread_cpu_ns(clockid_t clock);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * sandbox_watchdog.c - one thread that watches every sandbox's calls.
+ *
+ * Each tick it looks at every registered sandbox. A call seen for the first
+ * time has its owner thread's CPU clock noted; a call still running at the
+ * next tick has run for at least one interval: the watchdog arms the count
+ * hook (which counts its instructions from then on) and, once the CPU used
+ * since the first sighting passes the limit, asks the hook to stop it. The
+ * owning threads never wait for the watchdog; it takes a sandbox's hook_lock
+ * only to arm the hook.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox_internal.h"
+
+struct sandbox_watchdog {
+  pthread_t thread;
+  pthread_mutex_t lock; /* guards list and stop */
+  pthread_cond_t wake;
+  bool stop;
+  sandbox *list;
+  unsigned interval_ms;
+};
+
+uint64_t sandbox_thread_cpu_ns(clockid_t clock)
+{
+  struct timespec ts;
+  if (clock_gettime(clock, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void watch(sandbox *sb)
+{
+  uint64_t seq, used;
+  bool over;
+
+  if (!atomic_load_explicit(&sb->in_call, memory_order_acquire)) {
+    sb->wd_seen_seq = 0;
+    return;
+  }
+  seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
+  if (seq != sb->wd_seen_seq) {
+    sb->wd_seen_seq = seq;
+    sb->wd_cpu_start = sandbox_thread_cpu_ns(sb->owner_clock);
+    return;
+  }
+  used = sandbox_thread_cpu_ns(sb->owner_clock) - sb->wd_cpu_start;
+  atomic_store(&sb->cpu_used_ns, used);
+  over = sb->limits.cpu_limit_ms &&
+         used >= (uint64_t)sb->limits.cpu_limit_ms * 1000000u;
+  if (over) atomic_store_explicit(&sb->stop_seq, seq, memory_order_release);
+  if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed)) return;
+  pthread_mutex_lock(&sb->hook_lock);
+  if (sb->L && atomic_load(&sb->in_call) &&
+      atomic_load(&sb->call_seq) == seq && !atomic_load(&sb->hook_armed)) {
+    lua_sethook(sb->L, sandbox_hook, LUA_MASKCOUNT, SANDBOX_HOOK_STEP);
+    atomic_store(&sb->hook_armed, true);
+  }
+  pthread_mutex_unlock(&sb->hook_lock);
+}
+
+static void *watchdog_main(void *arg)
+{
+  sandbox_watchdog *wd = arg;
+  struct timespec next;
+
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  pthread_mutex_lock(&wd->lock);
+  while (!wd->stop) {
+    next.tv_nsec += (long)wd->interval_ms * 1000000L;
+    while (next.tv_nsec >= 1000000000L) {
+      next.tv_nsec -= 1000000000L;
+      next.tv_sec++;
+    }
+    while (!wd->stop &&
+           pthread_cond_timedwait(&wd->wake, &wd->lock, &next) != ETIMEDOUT)
+      ;
+    for (sandbox *sb = wd->list; sb && !wd->stop; sb = sb->wd_next) watch(sb);
+  }
+  pthread_mutex_unlock(&wd->lock);
+  return NULL;
+}
+
+sandbox_watchdog *sandbox_watchdog_start(unsigned interval_ms, char *err,
+                                         size_t errlen)
+{
+  sandbox_watchdog *wd = calloc(1, sizeof *wd);
+  pthread_condattr_t attr;
+  int rc;
+
+  if (!wd) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  if (interval_ms < 1) interval_ms = 1;
+  if (interval_ms > 1000) interval_ms = 1000;
+  wd->interval_ms = interval_ms;
+  pthread_mutex_init(&wd->lock, NULL);
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&wd->wake, &attr);
+  pthread_condattr_destroy(&attr);
+  rc = pthread_create(&wd->thread, NULL, watchdog_main, wd);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot start the watchdog thread: %s", strerror(rc));
+    pthread_cond_destroy(&wd->wake);
+    pthread_mutex_destroy(&wd->lock);
+    free(wd);
+    return NULL;
+  }
+  return wd;
+}
+
+void sandbox_watchdog_stop(sandbox_watchdog *wd)
+{
+  if (!wd) return;
+  pthread_mutex_lock(&wd->lock);
+  wd->stop = true;
+  pthread_cond_signal(&wd->wake);
+  pthread_mutex_unlock(&wd->lock);
+  pthread_join(wd->thread, NULL);
+  pthread_cond_destroy(&wd->wake);
+  pthread_mutex_destroy(&wd->lock);
+  free(wd);
+}
+
+void sandbox_watchdog_add(sandbox_watchdog *wd, sandbox *sb)
+{
+  pthread_mutex_lock(&wd->lock);
+  sb->wd_next = wd->list;
+  wd->list = sb;
+  pthread_mutex_unlock(&wd->lock);
+}
+
+void sandbox_watchdog_remove(sandbox_watchdog *wd, sandbox *sb)
+{
+  pthread_mutex_lock(&wd->lock);
+  for (sandbox **p = &wd->list; *p; p = &(*p)->wd_next)
+    if (*p == sb) {
+      *p = sb->wd_next;
+      break;
+    }
+  pthread_mutex_unlock(&wd->lock);
+}
