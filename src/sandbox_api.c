@@ -9,6 +9,7 @@
  * Every byte emitted counts against the output limit.
  */
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 
@@ -276,6 +277,7 @@ static int api_inject_message(lua_State *L)
   m = msg_batch_add(sb->batch);
   check_mem(L, m != NULL);
   m->origin = *sb->origin;
+  m->timestamp = INT64_MIN; /* unset: stamped with the time of injection */
   lua_pushnil(L);
   while (lua_next(L, 1)) {
     size_t len;
@@ -285,6 +287,11 @@ static int api_inject_message(lua_State *L)
     key = lua_tolstring(L, -2, &len);
     set_header(L, sb, m, key, len);
     lua_pop(L, 1);
+  }
+  if (m->timestamp == INT64_MIN) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m->timestamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
   }
   return 0;
 }

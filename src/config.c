@@ -1,0 +1,792 @@
+/*
+ * config.c - loads and validates the configuration file (see config.h).
+ *
+ * The file runs in a plain Lua state with the JIT off, only the base,
+ * string, table and math libraries, and a count hook that ends it after
+ * CONFIG_INSTRUCTION_BUDGET instructions. The globals it creates are then
+ * read with the C API. Line numbers are found in the source text: a
+ * plugin's line is where `name =` starts a line, a key's line is the first
+ * `key =` after it; the file:line of Lua syntax and runtime errors comes
+ * from Lua itself.
+ *
+ * Sandboxed plugins (decoders, encoders) accept any extra key, as Hindsight
+ * does: the whole table becomes the plugin's read_config settings. A key
+ * within two edits of a runtime key (memroy_limit) is taken for a typo.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <luajit.h>
+
+#include "buf.h"
+#include "matcher.h"
+
+#define CONFIG_INSTRUCTION_BUDGET 10000000
+#define CONFIG_MAX_SIZE (1u << 20)
+#define SETTINGS_MAX_DEPTH 16
+
+typedef struct {
+  const char *file;   /* as given */
+  char *dir;          /* its directory, for relative plugin files */
+  char *text;         /* the source, for line numbers */
+  lua_State *L;
+  char *err;
+  size_t errlen;
+  int instructions;
+} loader;
+
+typedef struct {
+  const char *name;
+  config_role role;
+  config_plugin_type type;
+} plugin_type_info;
+
+static const plugin_type_info plugin_types[] = {
+  {"stdin_input", PLUGIN_INPUT, INPUT_STDIN},
+  {"file_input", PLUGIN_INPUT, INPUT_FILE},
+  {"decoder", PLUGIN_DECODER, PLUGIN_SANDBOX},
+  {"encoder", PLUGIN_ENCODER, PLUGIN_SANDBOX},
+  {"stdout_output", PLUGIN_OUTPUT, OUTPUT_STDOUT},
+  {"file_output", PLUGIN_OUTPUT, OUTPUT_FILE},
+  {NULL, 0, 0}
+};
+
+static const char *const role_names[] = {"input", "decoder", "encoder", "output"};
+
+/* Keys each plugin type knows; sandboxed plugins also take any other key. */
+static const char *const input_keys[] = {"type", "decoder", "max_line", NULL};
+static const char *const file_input_keys[] = {"type", "decoder", "max_line",
+                                              "path", NULL};
+static const char *const sandbox_keys[] = {
+  "type", "filename", "module_path", "instruction_limit", "cpu_limit_ms",
+  "memory_limit", "output_limit", "input_limit", "mcode_limit_kb",
+  "max_failures", NULL
+};
+static const char *const output_keys[] = {"type", "encoder", "message_matcher",
+                                          "newline", "flush_bytes", NULL};
+static const char *const file_output_keys[] = {
+  "type", "encoder", "message_matcher", "newline", "flush_bytes", "path", NULL
+};
+static const char *const global_keys[] = {
+  "dead_letter_path", "dead_letter_output", "watchdog_interval_ms", NULL
+};
+
+/* ---- line numbers from the source text ---- */
+
+/* The 1-based line, at or after `from`, that starts with `key =` (also
+ * `["key"] =`); `from` when there is none. */
+static int find_key_line(const char *text, const char *key, int from)
+{
+  size_t klen = strlen(key);
+  int line = 1;
+
+  for (const char *p = text; *p; line++) {
+    const char *eol = strchr(p, '\n');
+    const char *s = p;
+    if (line >= from) {
+      while (*s == ' ' || *s == '\t' || *s == '{' || *s == ',') s++;
+      if (s[0] == '[' && (s[1] == '"' || s[1] == '\'')) s += 2;
+      if (strncmp(s, key, klen) == 0 &&
+          !(isalnum((unsigned char)s[klen]) || s[klen] == '_')) {
+        s += klen;
+        while (*s == ' ' || *s == '\t' || *s == '"' || *s == '\'' || *s == ']') s++;
+        if (s[0] == '=' && s[1] != '=') return line;
+      }
+    }
+    if (!eol) break;
+    p = eol + 1;
+  }
+  return from;
+}
+
+static int fail(loader *ld, int line, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+
+static int fail(loader *ld, int line, const char *fmt, ...)
+{
+  va_list ap;
+  int n = snprintf(ld->err, ld->errlen, "%s:%d: ", ld->file, line);
+
+  va_start(ap, fmt);
+  if (n >= 0 && (size_t)n < ld->errlen)
+    vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* ---- typed reads of the plugin table on top of the stack ---- */
+
+typedef struct {
+  loader *ld;
+  const config_plugin *p;
+  const char *type_name;
+} plugin_ctx;
+
+static int key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+
+static int key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
+{
+  char what[512];
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return fail(c->ld, find_key_line(c->ld->text, key, c->p->line),
+              "%s '%s' (%s): key '%s' %s", role_names[c->p->role], c->p->name,
+              c->type_name, key, what);
+}
+
+/* Pushes t[key]; returns its Lua type. */
+static int get_key(lua_State *L, const char *key)
+{
+  lua_getfield(L, -1, key);
+  return lua_type(L, -1);
+}
+
+static int read_string(plugin_ctx *c, const char *key, bool required,
+                       char **out)
+{
+  lua_State *L = c->ld->L;
+  int t = get_key(L, key);
+  int rc = 0;
+
+  if (t == LUA_TNIL) {
+    if (required) rc = key_fail(c, key, "is required");
+  } else if (t != LUA_TSTRING) {
+    rc = key_fail(c, key, "must be a string, not a %s", lua_typename(L, t));
+  } else if (!(*out = strdup(lua_tostring(L, -1)))) {
+    rc = key_fail(c, key, "cannot be stored: out of memory");
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+/* A whole number in [0, max]; left unchanged when absent. */
+static int read_count(plugin_ctx *c, const char *key, double max,
+                      uint64_t *out)
+{
+  lua_State *L = c->ld->L;
+  int t = get_key(L, key);
+  int rc = 0;
+
+  if (t == LUA_TNUMBER) {
+    double v = lua_tonumber(L, -1);
+    if (v < 0 || v > max || v != (double)(uint64_t)v)
+      rc = key_fail(c, key, "must be a whole number from 0 to %.0f", max);
+    else
+      *out = (uint64_t)v;
+  } else if (t != LUA_TNIL) {
+    rc = key_fail(c, key, "must be a number, not a %s", lua_typename(L, t));
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+static int read_bool(plugin_ctx *c, const char *key, bool *out)
+{
+  lua_State *L = c->ld->L;
+  int t = get_key(L, key);
+  int rc = 0;
+
+  if (t == LUA_TBOOLEAN) *out = lua_toboolean(L, -1);
+  else if (t != LUA_TNIL)
+    rc = key_fail(c, key, "must be true or false, not a %s", lua_typename(L, t));
+  lua_pop(L, 1);
+  return rc;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+  size_t la = strlen(a), lb = strlen(b), row[64];
+
+  if (lb >= 64 || la >= 64) return 64;
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+static bool in_list(const char *const *list, const char *key)
+{
+  for (; *list; list++)
+    if (strcmp(*list, key) == 0) return true;
+  return false;
+}
+
+/* Checks every key of the table on top of the stack against `known`. With
+ * open_ended, unknown keys are allowed unless they look like a typo. */
+static int check_keys(plugin_ctx *c, const char *const *known, bool open_ended)
+{
+  lua_State *L = c->ld->L;
+
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    const char *key;
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      if (open_ended) continue;
+      lua_pop(L, 1);
+      return fail(c->ld, c->p->line, "%s '%s' (%s): keys must be names",
+                  role_names[c->p->role], c->p->name, c->type_name);
+    }
+    key = lua_tostring(L, -1);
+    if (!in_list(known, key)) {
+      for (const char *const *k = known; *k; k++)
+        if (edit_distance(key, *k) <= 2) {
+          int rc = key_fail(c, key, "is unknown (did you mean '%s'?)", *k);
+          lua_pop(L, 1);
+          return rc;
+        }
+      if (!open_ended) {
+        int rc = key_fail(c, key, "is unknown for %s (known: type and the "
+                          "keys in README.md)", c->type_name);
+        lua_pop(L, 1);
+        return rc;
+      }
+    }
+  }
+  return 0;
+}
+
+/* ---- sandboxed plugins ---- */
+
+static void append_lua_string(buf *b, const char *s, size_t len)
+{
+  buf_append(b, "\"", 1);
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    char esc[8];
+    if (ch == '"' || ch == '\\') {
+      esc[0] = '\\';
+      esc[1] = (char)ch;
+      buf_append(b, esc, 2);
+    } else if (ch < 32 || ch == 127) {
+      buf_append(b, esc, (size_t)snprintf(esc, sizeof esc, "\\%03u", ch));
+    } else {
+      buf_append(b, &s[i], 1);
+    }
+  }
+  buf_append(b, "\"", 1);
+}
+
+/* Writes the value on top of the stack as Lua source. */
+static int serialize(plugin_ctx *c, buf *b, const char *key, int depth)
+{
+  lua_State *L = c->ld->L;
+  char num[64];
+  size_t len;
+  const char *s;
+
+  switch (lua_type(L, -1)) {
+  case LUA_TSTRING:
+    s = lua_tolstring(L, -1, &len);
+    append_lua_string(b, s, len);
+    return 0;
+  case LUA_TNUMBER:
+    buf_append(b, num, (size_t)snprintf(num, sizeof num, "%.17g", lua_tonumber(L, -1)));
+    return 0;
+  case LUA_TBOOLEAN:
+    s = lua_toboolean(L, -1) ? "true" : "false";
+    buf_append(b, s, strlen(s));
+    return 0;
+  case LUA_TTABLE:
+    if (depth >= SETTINGS_MAX_DEPTH)
+      return key_fail(c, key, "nests tables deeper than %d", SETTINGS_MAX_DEPTH);
+    buf_append(b, "{", 1);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      int kt = lua_type(L, -2);
+      if (kt != LUA_TSTRING && kt != LUA_TNUMBER) {
+        lua_pop(L, 2);
+        return key_fail(c, key, "has a table with a %s key", lua_typename(L, kt));
+      }
+      buf_append(b, "[", 1);
+      lua_pushvalue(L, -2);
+      if (serialize(c, b, key, depth + 1) != 0) {
+        lua_pop(L, 3);
+        return -1;
+      }
+      lua_pop(L, 1);
+      buf_append(b, "]=", 2);
+      if (serialize(c, b, key, depth + 1) != 0) {
+        lua_pop(L, 2);
+        return -1;
+      }
+      buf_append(b, ",", 1);
+      lua_pop(L, 1);
+    }
+    buf_append(b, "}", 1);
+    return 0;
+  default:
+    return key_fail(c, key, "has a %s value; settings are strings, numbers, "
+                    "booleans and tables of them", luaL_typename(L, -1));
+  }
+}
+
+static int read_settings(plugin_ctx *c, config_plugin *p)
+{
+  lua_State *L = c->ld->L;
+  buf b = {0};
+  int rc = 0;
+
+  buf_append(&b, "return {", 8);
+  lua_pushnil(L);
+  while (lua_next(L, -2) && rc == 0) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+    buf_append(&b, "[", 1);
+    lua_pushvalue(L, -2);
+    rc = serialize(c, &b, key, 0);
+    lua_pop(L, 1);
+    buf_append(&b, "]=", 2);
+    if (rc == 0) rc = serialize(c, &b, key, 0);
+    buf_append(&b, ",", 1);
+    lua_pop(L, 1);
+  }
+  if (rc != 0) {
+    lua_pop(L, 1); /* the key lua_next left */
+    buf_free(&b);
+    return rc;
+  }
+  buf_append(&b, "}", 2); /* with the terminating NUL */
+  p->settings = b.data;
+  return 0;
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s/%s", dir, name);
+  return s;
+}
+
+/* A plugin's Lua file: absolute, or relative to the config file's
+ * directory, or to the bundled sandbox/ directory. */
+static int resolve_filename(plugin_ctx *c, config_plugin *p)
+{
+  char *given = NULL;
+  const char *dirs[] = {c->ld->dir, LUMBERJIT_SANDBOX_DIR};
+
+  if (read_string(c, "filename", true, &given) != 0) return -1;
+  if (given[0] == '/') {
+    if (access(given, R_OK) == 0) {
+      p->filename = given;
+      return 0;
+    }
+  } else {
+    for (size_t i = 0; i < 2; i++) {
+      char *path = join_path(dirs[i], given);
+      if (path && access(path, R_OK) == 0) {
+        p->filename = path;
+        free(given);
+        return 0;
+      }
+      free(path);
+    }
+  }
+  key_fail(c, "filename", "names '%s', which is not a readable file (looked "
+           "in %s and %s)", given, c->ld->dir, LUMBERJIT_SANDBOX_DIR);
+  free(given);
+  return -1;
+}
+
+static int read_module_dirs(plugin_ctx *c, config_plugin *p)
+{
+  lua_State *L = c->ld->L;
+  buf b = {0};
+  int t = get_key(L, "module_path"), rc = 0;
+
+  buf_append(&b, LUMBERJIT_MODULE_DIR, strlen(LUMBERJIT_MODULE_DIR));
+  if (t == LUA_TSTRING) { /* one directory: make it a list of one */
+    lua_createtable(L, 1, 0);
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, 1);
+    lua_remove(L, -2);
+  } else if (t != LUA_TNIL && t != LUA_TTABLE)
+    rc = key_fail(c, "module_path", "must be a directory or a list of them");
+  if (rc == 0 && lua_type(L, -1) == LUA_TTABLE) {
+    for (int i = 1; rc == 0; i++) {
+      const char *d;
+      char *abs;
+      lua_rawgeti(L, -1, i);
+      if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        break;
+      }
+      d = lua_tostring(L, -1);
+      if (lua_type(L, -1) != LUA_TSTRING || strchr(d, ';')) {
+        rc = key_fail(c, "module_path", "entry %d must be a directory name", i);
+      } else {
+        abs = d[0] == '/' ? strdup(d) : join_path(c->ld->dir, d);
+        buf_append(&b, ";", 1);
+        if (abs) buf_append(&b, abs, strlen(abs));
+        free(abs);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  buf_append(&b, "", 1);
+  if (rc == 0) p->module_dirs = b.data;
+  else buf_free(&b);
+  return rc;
+}
+
+static int read_limits(plugin_ctx *c, sandbox_limits *l)
+{
+  uint64_t v;
+  int rc = 0;
+
+  sandbox_limits_default(l);
+  v = l->instruction_limit;
+  rc |= read_count(c, "instruction_limit", 1e15, &v);
+  l->instruction_limit = v;
+  v = l->cpu_limit_ms;
+  rc |= read_count(c, "cpu_limit_ms", 3600000, &v);
+  l->cpu_limit_ms = (uint32_t)v;
+  v = l->memory_limit;
+  rc |= read_count(c, "memory_limit", 1e12, &v);
+  l->memory_limit = (size_t)v;
+  v = l->output_limit;
+  rc |= read_count(c, "output_limit", 1e12, &v);
+  l->output_limit = (size_t)v;
+  v = l->input_limit;
+  rc |= read_count(c, "input_limit", 1e12, &v);
+  l->input_limit = (size_t)v;
+  v = l->mcode_limit_kb;
+  rc |= read_count(c, "mcode_limit_kb", 1 << 20, &v);
+  l->mcode_limit_kb = (uint32_t)v;
+  v = l->max_failures;
+  rc |= read_count(c, "max_failures", 1e9, &v);
+  l->max_failures = (uint32_t)(v ? v : 1);
+  return rc ? -1 : 0;
+}
+
+/* ---- one plugin ---- */
+
+static int read_plugin(loader *ld, config_plugin *p, const plugin_type_info *ti)
+{
+  plugin_ctx c = {ld, p, ti->name};
+  uint64_t v;
+
+  p->role = ti->role;
+  p->type = ti->type;
+  switch (ti->role) {
+  case PLUGIN_INPUT:
+    if (check_keys(&c, ti->type == INPUT_FILE ? file_input_keys : input_keys,
+                   false) != 0)
+      return -1;
+    v = p->max_line = 1u << 20;
+    if (read_count(&c, "max_line", 1u << 30, &v) != 0) return -1;
+    if (v < 16) return key_fail(&c, "max_line", "must be at least 16 bytes");
+    p->max_line = (size_t)v;
+    if (read_string(&c, "decoder", false, &p->decoder) != 0) return -1;
+    if (ti->type == INPUT_FILE && read_string(&c, "path", true, &p->path) != 0)
+      return -1;
+    return 0;
+  case PLUGIN_DECODER:
+  case PLUGIN_ENCODER:
+    if (check_keys(&c, sandbox_keys, true) != 0 || resolve_filename(&c, p) != 0 ||
+        read_limits(&c, &p->limits) != 0 || read_module_dirs(&c, p) != 0)
+      return -1;
+    return read_settings(&c, p);
+  case PLUGIN_OUTPUT: {
+    char err[256];
+    matcher *m;
+    if (check_keys(&c, ti->type == OUTPUT_FILE ? file_output_keys : output_keys,
+                   false) != 0 ||
+        read_string(&c, "encoder", false, &p->encoder) != 0 ||
+        read_string(&c, "message_matcher", true, &p->message_matcher) != 0)
+      return -1;
+    if (ti->type == OUTPUT_FILE && read_string(&c, "path", true, &p->path) != 0)
+      return -1;
+    p->newline = true;
+    if (read_bool(&c, "newline", &p->newline) != 0) return -1;
+    v = p->flush_bytes = 64u << 10;
+    if (read_count(&c, "flush_bytes", 1u << 30, &v) != 0) return -1;
+    p->flush_bytes = (size_t)v;
+    m = matcher_compile(p->message_matcher, err, sizeof err);
+    if (!m) return key_fail(&c, "message_matcher", "is not a valid matcher: %s", err);
+    matcher_free(m);
+    return 0;
+  }
+  }
+  return -1;
+}
+
+static int read_globals(loader *ld, config *cfg, int line)
+{
+  config_plugin g = {.name = "lumberjit", .line = line};
+  plugin_ctx c = {ld, &g, "global settings"};
+  uint64_t v = cfg->watchdog_interval_ms;
+  char *dl_path = NULL;
+
+  if (check_keys(&c, global_keys, false) != 0 ||
+      read_string(&c, "dead_letter_path", false, &dl_path) != 0 ||
+      read_string(&c, "dead_letter_output", false, &cfg->dead_letter_output) != 0 ||
+      read_count(&c, "watchdog_interval_ms", 1000, &v) != 0)
+    return -1;
+  if (v < 1) return key_fail(&c, "watchdog_interval_ms", "must be at least 1");
+  cfg->watchdog_interval_ms = (unsigned)v;
+  if (dl_path) {
+    free(cfg->dead_letter_path);
+    cfg->dead_letter_path = dl_path;
+  }
+  return 0;
+}
+
+/* ---- cross references ---- */
+
+static int check_ref(loader *ld, const config *cfg, const config_plugin *p,
+                     const char *key, const char *name, config_role role)
+{
+  if (!name || config_find(cfg, name, role)) return 0;
+  return fail(ld, find_key_line(ld->text, key, p->line),
+              "%s '%s': key '%s' names '%s', which is not a %s in this file",
+              role_names[p->role], p->name, key, name, role_names[role]);
+}
+
+static int check_references(loader *ld, const config *cfg)
+{
+  bool has_input = false, has_output = false;
+  const config_plugin *dl;
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    if (check_ref(ld, cfg, p, "decoder", p->decoder, PLUGIN_DECODER) != 0 ||
+        check_ref(ld, cfg, p, "encoder", p->encoder, PLUGIN_ENCODER) != 0)
+      return -1;
+    has_input |= p->role == PLUGIN_INPUT;
+    has_output |= p->role == PLUGIN_OUTPUT;
+  }
+  if (!has_input || !has_output)
+    return fail(ld, 1, "the file defines no %s (a plugin table such as "
+                "x = { type = \"%s\", ... })", has_input ? "output" : "input",
+                has_input ? "stdout_output" : "stdin_input");
+  if (cfg->dead_letter_output) {
+    dl = config_find(cfg, cfg->dead_letter_output, PLUGIN_OUTPUT);
+    if (!dl)
+      return fail(ld, find_key_line(ld->text, "dead_letter_output", 1),
+                  "lumberjit: key 'dead_letter_output' names '%s', which is "
+                  "not an output in this file", cfg->dead_letter_output);
+  }
+  return 0;
+}
+
+/* ---- evaluation ---- */
+
+static void budget_hook(lua_State *L, lua_Debug *ar)
+{
+  (void)ar;
+  luaL_error(L, "the configuration runs too long (over %d instructions)",
+             CONFIG_INSTRUCTION_BUDGET);
+}
+
+static int open_config_env(lua_State *L)
+{
+  static const char *const removed[] = {
+    "dofile", "loadfile", "load", "loadstring", "require", "module",
+    "getfenv", "setfenv", "newproxy", "collectgarbage", "print", NULL
+  };
+  lua_pushcfunction(L, luaopen_base);
+  lua_call(L, 0, 0);
+  lua_pushcfunction(L, luaopen_string);
+  lua_call(L, 0, 0);
+  lua_pushcfunction(L, luaopen_table);
+  lua_call(L, 0, 0);
+  lua_pushcfunction(L, luaopen_math);
+  lua_call(L, 0, 0);
+  for (const char *const *k = removed; *k; k++) {
+    lua_pushnil(L);
+    lua_setglobal(L, *k);
+  }
+  return 0;
+}
+
+static int compare_line(const void *a, const void *b)
+{
+  const config_plugin *pa = a, *pb = b;
+  return (pa->line > pb->line) - (pa->line < pb->line);
+}
+
+/* Reads every global the file set that the base environment lacks. */
+static int read_file_globals(loader *ld, config *cfg, int base_table)
+{
+  lua_State *L = ld->L;
+  size_t cap = 0;
+
+  lua_pushnil(L);
+  while (lua_next(L, LUA_GLOBALSINDEX)) {
+    const char *name;
+    int line;
+    const plugin_type_info *ti = NULL;
+    config_plugin *p;
+
+    lua_pushvalue(L, -2);
+    lua_rawget(L, base_table);
+    if (!lua_isnil(L, -1) || lua_type(L, -3) != LUA_TSTRING) {
+      lua_pop(L, 2);
+      continue;
+    }
+    lua_pop(L, 1);
+    name = lua_tostring(L, -2);
+    line = find_key_line(ld->text, name, 1);
+    if (lua_type(L, -1) != LUA_TTABLE)
+      return fail(ld, line, "global '%s' is a %s; a plugin is a table with a "
+                  "type (use local for helper values)", name,
+                  luaL_typename(L, -1));
+    if (strcmp(name, "lumberjit") == 0) {
+      if (read_globals(ld, cfg, line) != 0) return -1;
+      lua_pop(L, 1);
+      continue;
+    }
+    lua_getfield(L, -1, "type");
+    if (lua_type(L, -1) == LUA_TSTRING)
+      for (ti = plugin_types; ti->name; ti++)
+        if (strcmp(ti->name, lua_tostring(L, -1)) == 0) break;
+    if (!ti || !ti->name) {
+      int kline = find_key_line(ld->text, "type", line);
+      return fail(ld, lua_isnil(L, -1) ? line : kline,
+                  "plugin '%s': key 'type' %s (one of stdin_input, file_input, "
+                  "decoder, encoder, stdout_output, file_output)", name,
+                  lua_isnil(L, -1) ? "is required" : "is unknown");
+    }
+    lua_pop(L, 1);
+    if (cfg->nplugins == cap) {
+      config_plugin *np;
+      cap = cap ? cap * 2 : 8;
+      np = realloc(cfg->plugins, cap * sizeof *np);
+      if (!np) return fail(ld, line, "out of memory");
+      cfg->plugins = np;
+    }
+    p = &cfg->plugins[cfg->nplugins++];
+    memset(p, 0, sizeof *p);
+    p->name = strdup(name);
+    p->line = line;
+    if (!p->name || read_plugin(ld, p, ti) != 0) return -1;
+    lua_pop(L, 1);
+  }
+  qsort(cfg->plugins, cfg->nplugins, sizeof *cfg->plugins, compare_line);
+  return 0;
+}
+
+static int evaluate(loader *ld, config *cfg, size_t len)
+{
+  lua_State *L = ld->L;
+  int base_table;
+
+  luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+  if (lua_cpcall(L, open_config_env, NULL) != 0)
+    return fail(ld, 0, "cannot prepare the configuration environment");
+  /* Remember what the environment holds, to tell the file's globals. */
+  lua_newtable(L);
+  base_table = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, LUA_GLOBALSINDEX)) {
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, base_table);
+    lua_pop(L, 1);
+  }
+  lua_pushfstring(L, "@%s", ld->file);
+  if (luaL_loadbufferx(L, ld->text, len, lua_tostring(L, -1), "t") != 0) {
+    snprintf(ld->err, ld->errlen, "%s", lua_tostring(L, -1));
+    return -1;
+  }
+  lua_sethook(L, budget_hook, LUA_MASKCOUNT, CONFIG_INSTRUCTION_BUDGET);
+  if (lua_pcall(L, 0, 0, 0) != 0) {
+    snprintf(ld->err, ld->errlen, "%s", lua_tostring(L, -1));
+    return -1;
+  }
+  lua_sethook(L, NULL, 0, 0);
+  lua_pop(L, 1);
+  if (read_file_globals(ld, cfg, base_table) != 0) return -1;
+  return check_references(ld, cfg);
+}
+
+int config_load(const char *path, config *cfg, char *err, size_t errlen)
+{
+  loader ld = {.file = path, .err = err, .errlen = errlen};
+  const char *slash = strrchr(path, '/');
+  FILE *f;
+  size_t len;
+  int rc;
+
+  memset(cfg, 0, sizeof *cfg);
+  cfg->file = strdup(path);
+  cfg->dead_letter_path = strdup("dead-letter.log");
+  cfg->watchdog_interval_ms = 1;
+  ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+  ld.text = malloc(CONFIG_MAX_SIZE + 1);
+  f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot open the configuration file", path);
+    rc = -1;
+  } else {
+    len = fread(ld.text, 1, CONFIG_MAX_SIZE + 1, f);
+    fclose(f);
+    ld.text[len > CONFIG_MAX_SIZE ? CONFIG_MAX_SIZE : len] = '\0';
+    if (len > CONFIG_MAX_SIZE) {
+      rc = fail(&ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
+    } else {
+      ld.L = luaL_newstate();
+      rc = ld.L ? evaluate(&ld, cfg, len) : fail(&ld, 0, "out of memory");
+      if (ld.L) lua_close(ld.L);
+    }
+  }
+  free(ld.text);
+  free(ld.dir);
+  if (rc != 0) config_free(cfg);
+  return rc;
+}
+
+void config_free(config *cfg)
+{
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    config_plugin *p = &cfg->plugins[i];
+    free(p->name);
+    free(p->path);
+    free(p->decoder);
+    free(p->filename);
+    free(p->settings);
+    free(p->module_dirs);
+    free(p->encoder);
+    free(p->message_matcher);
+  }
+  free(cfg->plugins);
+  free(cfg->file);
+  free(cfg->dead_letter_path);
+  free(cfg->dead_letter_output);
+  memset(cfg, 0, sizeof *cfg);
+}
+
+const config_plugin *config_find(const config *cfg, const char *name,
+                                 config_role role)
+{
+  for (size_t i = 0; i < cfg->nplugins; i++)
+    if (cfg->plugins[i].role == role && strcmp(cfg->plugins[i].name, name) == 0)
+      return &cfg->plugins[i];
+  return NULL;
+}

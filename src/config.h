@@ -1,0 +1,78 @@
+/*
+ * config.h - the configuration file: one Lua file of named plugin tables.
+ *
+ *   stdin = { type = "stdin_input", decoder = "syslog" }
+ *   syslog = { type = "decoder", filename = "decoders/rsyslog.lua", tz = "UTC" }
+ *   json = { type = "encoder", filename = "encoders/json.lua" }
+ *   out = { type = "stdout_output", encoder = "json", message_matcher = "TRUE" }
+ *   lumberjit = { dead_letter_path = "dead-letter.log" }   -- global settings
+ *
+ * The file is evaluated once, in a Lua state with only the base, string,
+ * table and math libraries (no io, os, require, load of files) and an
+ * instruction budget. Every global table with a `type` is a plugin instance
+ * named by the global; `lumberjit` holds the global settings. Validation
+ * errors name the file, the line and the key.
+ */
+#ifndef LUMBERJIT_CONFIG_H
+#define LUMBERJIT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sandbox.h"
+
+typedef enum {
+  PLUGIN_INPUT,
+  PLUGIN_DECODER,
+  PLUGIN_ENCODER,
+  PLUGIN_OUTPUT
+} config_role;
+
+typedef enum {
+  INPUT_STDIN,
+  INPUT_FILE,
+  OUTPUT_STDOUT,
+  OUTPUT_FILE,
+  PLUGIN_SANDBOX
+} config_plugin_type;
+
+typedef struct {
+  char *name;
+  config_role role;
+  config_plugin_type type;
+  int line;              /* where the plugin's table starts */
+
+  /* inputs */
+  char *path;            /* file_input: the file; file_output: the file */
+  char *decoder;         /* decoder instance name, or NULL */
+  size_t max_line;       /* longest record; longer lines go to dead letter */
+
+  /* decoders and encoders */
+  char *filename;        /* resolved path of the Lua file */
+  char *settings;        /* Lua source of the table read_config reads */
+  char *module_dirs;     /* ';'-separated: lua_modules, then module_path */
+  sandbox_limits limits;
+
+  /* outputs */
+  char *encoder;         /* encoder instance name, or NULL: the payload */
+  char *message_matcher;
+  bool newline;          /* append "\n" after each encoded message */
+  size_t flush_bytes;    /* write out once this much is buffered */
+} config_plugin;
+
+typedef struct {
+  char *file;
+  config_plugin *plugins;
+  size_t nplugins;
+  char *dead_letter_path;   /* file for dead-letter records */
+  char *dead_letter_output; /* or an output instance that receives them */
+  unsigned watchdog_interval_ms;
+} config;
+
+/* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */
+int config_load(const char *path, config *cfg, char *err, size_t errlen);
+void config_free(config *cfg);
+const config_plugin *config_find(const config *cfg, const char *name,
+                                 config_role role);
+
+#endif

@@ -1,0 +1,145 @@
+/* dead_letter.c - see dead_letter.h. */
+#include "dead_letter.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+int dead_letter_open(dead_letter *dl, const char *path, output_sink *shared,
+                     char *err, size_t errlen)
+{
+  memset(dl, 0, sizeof *dl);
+  if (shared) {
+    dl->sink = shared;
+    return 0;
+  }
+  if (output_open(&dl->own, path, 64u << 10, err, errlen) != 0) return -1;
+  dl->sink = &dl->own;
+  return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (1 to 4), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t avail)
+{
+  size_t n;
+  uint32_t cp;
+
+  if (s[0] < 0x80) return 1;
+  if ((s[0] & 0xE0) == 0xC0) n = 2, cp = s[0] & 0x1F;
+  else if ((s[0] & 0xF0) == 0xE0) n = 3, cp = s[0] & 0x0F;
+  else if ((s[0] & 0xF8) == 0xF0) n = 4, cp = s[0] & 0x07;
+  else return 0;
+  if (n > avail) return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (s[i] & 0x3F);
+  }
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+      cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n;
+}
+
+bool dead_letter_json_string(buf *b, const char *s, size_t len)
+{
+  const unsigned char *u = (const unsigned char *)s;
+  size_t start = b->len;
+
+  buf_append(b, "\"", 1);
+  for (size_t i = 0; i < len;) {
+    unsigned char c = u[i];
+    char esc[8];
+    size_t n;
+    if (c == '"' || c == '\\') {
+      esc[0] = '\\';
+      esc[1] = (char)c;
+      buf_append(b, esc, 2);
+      i++;
+    } else if (c < 0x20) {
+      buf_append(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
+      i++;
+    } else if ((n = utf8_len(u + i, len - i)) != 0) {
+      buf_append(b, s + i, n);
+      i += n;
+    } else {
+      b->len = start;
+      return false;
+    }
+  }
+  buf_append(b, "\"", 1);
+  return true;
+}
+
+static void append_base64(buf *b, const unsigned char *s, size_t len)
+{
+  static const char alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  char q[4];
+
+  buf_append(b, "\"", 1);
+  for (size_t i = 0; i < len; i += 3) {
+    uint32_t v = (uint32_t)s[i] << 16;
+    if (i + 1 < len) v |= (uint32_t)s[i + 1] << 8;
+    if (i + 2 < len) v |= s[i + 2];
+    q[0] = alphabet[v >> 18 & 63];
+    q[1] = alphabet[v >> 12 & 63];
+    q[2] = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
+    q[3] = i + 2 < len ? alphabet[v & 63] : '=';
+    buf_append(b, q, 4);
+  }
+  buf_append(b, "\"", 1);
+}
+
+static void append_str(buf *b, const char *s)
+{
+  buf_append(b, s, strlen(s));
+}
+
+void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
+                       const char *reason, const msg_origin *o)
+{
+  buf *b = &dl->sink->pending;
+  char stamp[64], num[32];
+  struct timespec ts;
+  struct tm tm;
+
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(stamp + strlen(stamp), sizeof stamp - strlen(stamp), ".%03ldZ",
+           ts.tv_nsec / 1000000);
+  append_str(b, "{\"time\":\"");
+  append_str(b, stamp);
+  append_str(b, "\",\"stage\":\"");
+  append_str(b, stage);
+  append_str(b, "\",\"plugin\":");
+  if (!dead_letter_json_string(b, plugin, strlen(plugin))) append_str(b, "null");
+  append_str(b, ",\"reason\":");
+  if (!dead_letter_json_string(b, reason, strlen(reason)))
+    append_base64(b, (const unsigned char *)reason, strlen(reason));
+  append_str(b, ",\"input\":");
+  if (!o->input || !dead_letter_json_string(b, o->input, strlen(o->input)))
+    append_str(b, "null");
+  append_str(b, o->is_offset ? ",\"offset\":" : ",\"record\":");
+  snprintf(num, sizeof num, "%" PRIu64, o->position);
+  append_str(b, num);
+  append_str(b, ",\"payload\":");
+  if (!dead_letter_json_string(b, o->bytes ? o->bytes : "", o->len)) {
+    b->len -= strlen("\"payload\":");
+    append_str(b, "\"payload_base64\":");
+    append_base64(b, (const unsigned char *)o->bytes, o->len);
+  }
+  append_str(b, "}\n");
+  dl->count++;
+  output_maybe_flush(dl->sink);
+}
+
+void dead_letter_close(dead_letter *dl)
+{
+  if (dl->sink == &dl->own) output_close(&dl->own);
+  else if (dl->sink) output_flush(dl->sink);
+  dl->sink = NULL;
+}

@@ -1,0 +1,214 @@
+/*
+ * input.c - stdin and file inputs, and the line splitter they share.
+ */
+#include "input.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define READ_BUF_SIZE (1u << 20)
+
+static uint64_t next_position(input *in, uint64_t offset)
+{
+  return in->is_offset ? offset : ++in->seq;
+}
+
+static void emit(input *in, const char *bytes, size_t len, uint64_t offset,
+                 bool overlong)
+{
+  in->handler.record(in->handler.ud, in, bytes, len, next_position(in, offset),
+                     overlong);
+}
+
+/* Adds bytes to the carried partial line, handing on max_line pieces of an
+ * overlong one as they fill up. */
+static void carry_append(input *in, const char *p, size_t len, uint64_t offset)
+{
+  if (in->carry.len == 0) in->carry_pos = offset;
+  while (len > 0) {
+    size_t room = in->max_line - in->carry.len;
+    size_t n = len < room ? len : room;
+    buf_append(&in->carry, p, n);
+    p += n;
+    len -= n;
+    offset += n;
+    if (in->carry.len == in->max_line && len > 0) {
+      emit(in, in->carry.data, in->carry.len, in->carry_pos, true);
+      buf_clear(&in->carry);
+      in->carry_pos = offset;
+      in->carry_overlong = true;
+    }
+  }
+}
+
+static void flush_carry(input *in)
+{
+  if (in->carry.len == 0 && !in->carry_overlong) return;
+  emit(in, in->carry.data, in->carry.len, in->carry_pos,
+       in->carry_overlong || in->carry.len > in->max_line);
+  buf_clear(&in->carry);
+  in->carry_overlong = false;
+}
+
+/* Splits one read into records. */
+static void split_lines(input *in, const char *data, size_t len)
+{
+  uint64_t base = in->read_offset;
+  const char *p = data, *end = data + len;
+
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    uint64_t off = base + (uint64_t)(p - data);
+    if (!nl) {
+      carry_append(in, p, (size_t)(end - p), off);
+      break;
+    }
+    if (in->carry.len || in->carry_overlong) {
+      carry_append(in, p, (size_t)(nl - p), off);
+      flush_carry(in);
+    } else if ((size_t)(nl - p) <= in->max_line) {
+      emit(in, p, (size_t)(nl - p), off, false);
+    } else {
+      carry_append(in, p, (size_t)(nl - p), off);
+      in->carry_overlong = true;
+      flush_carry(in);
+    }
+    p = nl + 1;
+  }
+  in->read_offset += len;
+  in->handler.chunk_done(in->handler.ud, in);
+}
+
+static void finish(input *in, const char *error)
+{
+  flush_carry(in);
+  in->handler.chunk_done(in->handler.ud, in);
+  in->handler.finished(in->handler.ud, in, error);
+}
+
+/* ---- regular files: uv_fs_read on the thread pool ---- */
+
+static void on_file_read(uv_fs_t *req);
+
+static void read_file_chunk(input *in)
+{
+  uv_buf_t b = uv_buf_init(in->readbuf, (unsigned)in->readbuf_size);
+  uv_fs_read(in->loop, &in->req, in->fd, &b, 1, (int64_t)in->read_offset,
+             on_file_read);
+}
+
+static void on_file_read(uv_fs_t *req)
+{
+  input *in = req->data;
+  ssize_t n = req->result;
+
+  uv_fs_req_cleanup(req);
+  if (in->closing) return;
+  if (n > 0) {
+    split_lines(in, in->readbuf, (size_t)n);
+    if (!in->closing) read_file_chunk(in);
+  } else {
+    finish(in, n < 0 ? uv_strerror((int)n) : NULL);
+  }
+}
+
+/* ---- streams: pipes, terminals, sockets ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+  input *in = h->data;
+  (void)suggested;
+  *b = uv_buf_init(in->readbuf, (unsigned)in->readbuf_size);
+}
+
+static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+  input *in = s->data;
+
+  if (n > 0) {
+    split_lines(in, b->base, (size_t)n);
+  } else if (n < 0) {
+    uv_read_stop(s);
+    uv_close((uv_handle_t *)s, NULL);
+    in->closing = true;
+    finish(in, n == UV_EOF ? NULL : uv_strerror((int)n));
+  }
+}
+
+static int start_stream(input *in, char *err, size_t errlen)
+{
+  uv_handle_type t = uv_guess_handle(in->fd);
+  uv_stream_t *s = (uv_stream_t *)&in->stream;
+  int rc;
+
+  if (t == UV_TTY) {
+    rc = uv_tty_init(in->loop, &in->stream.tty, in->fd, 1);
+  } else {
+    rc = uv_pipe_init(in->loop, &in->stream.pipe, 0);
+    if (rc == 0) rc = uv_pipe_open(&in->stream.pipe, in->fd);
+  }
+  if (rc == 0) {
+    s->data = in;
+    rc = uv_read_start(s, on_alloc, on_stream_read);
+  }
+  if (rc != 0) {
+    snprintf(err, errlen, "input '%s': cannot read standard input: %s",
+             in->name, uv_strerror(rc));
+    return -1;
+  }
+  return 0;
+}
+
+int input_start(input *in, uv_loop_t *loop, char *err, size_t errlen)
+{
+  struct stat st;
+
+  in->loop = loop;
+  in->readbuf_size = READ_BUF_SIZE;
+  in->readbuf = malloc(in->readbuf_size);
+  if (!in->readbuf) {
+    snprintf(err, errlen, "input '%s': out of memory", in->name);
+    return -1;
+  }
+  in->req.data = in;
+  if (in->path) {
+    in->fd = open(in->path, O_RDONLY | O_CLOEXEC);
+    if (in->fd < 0) {
+      snprintf(err, errlen, "input '%s': cannot open %s: %s", in->name,
+               in->path, strerror(errno));
+      return -1;
+    }
+  } else {
+    in->fd = STDIN_FILENO;
+  }
+  in->is_stream = fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode);
+  in->is_offset = !in->is_stream;
+  if (in->is_stream) return start_stream(in, err, errlen);
+  read_file_chunk(in);
+  return 0;
+}
+
+void input_stop(input *in)
+{
+  if (in->closing) return;
+  in->closing = true;
+  if (in->is_stream) {
+    uv_read_stop((uv_stream_t *)&in->stream);
+    uv_close((uv_handle_t *)&in->stream, NULL);
+  } else {
+    uv_cancel((uv_req_t *)&in->req);
+  }
+}
+
+void input_free(input *in)
+{
+  if (in->path && in->fd >= 0) close(in->fd);
+  free(in->readbuf);
+  buf_free(&in->carry);
+  in->readbuf = NULL;
+}

@@ -1,0 +1,392 @@
+/*
+ * pipeline.c - wires inputs, decoders, the router, encoders and outputs
+ * (see pipeline.h) and runs them on the loop thread.
+ *
+ * Per record: the input hands a line straight from its read buffer; the
+ * decoder sandbox turns it into messages in a reusable batch; each message
+ * is matched against every output's matcher and, where it matches, encoded
+ * by that output's encoder straight into the output's pending buffer. After
+ * each read the outputs are flushed, so writes are batched per read, not
+ * per event. Anything that fails goes to the dead-letter path with its
+ * reason and original bytes; the pipeline itself never stops on bad data.
+ */
+#include "pipeline.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dead_letter.h"
+#include "input.h"
+#include "log.h"
+#include "matcher.h"
+#include "output.h"
+#include "sandbox.h"
+
+typedef struct {
+  const config_plugin *cfg;
+  matcher *match;
+  sandbox *encoder;          /* NULL: the payload as it is */
+  output_sink sink;
+  uint64_t delivered, failed, skipped;
+} pl_output;
+
+typedef struct {
+  input in;                  /* first: the handler gets &in */
+  pipeline *pl;
+  sandbox *decoder;          /* NULL: each record is a message's payload */
+  const char *decoder_name;
+  uint64_t records, dead;
+} pl_input;
+
+struct pipeline {
+  uv_loop_t *loop;
+  const config *cfg;
+  sandbox_watchdog *wd;
+  pl_input *inputs;
+  size_t ninputs, running;
+  pl_output *outputs;
+  size_t noutputs;
+  dead_letter dl;
+  msg_batch batch;
+  msg plain;
+  uv_signal_t sighup, sigint, sigterm;
+  bool signals_closed;
+  int status;
+  uint64_t unrouted;
+};
+
+static int64_t now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void deliver(pipeline *pl, pl_output *o, const msg *m)
+{
+  buf *b = &o->sink.pending;
+
+  if (o->encoder) {
+    sandbox_result res;
+    sandbox_encode(o->encoder, m, b, &res);
+    if (res.status == SANDBOX_SKIPPED) {
+      o->skipped++;
+      return;
+    }
+    if (res.status != SANDBOX_OK) {
+      o->failed++;
+      dead_letter_write(&pl->dl, "encoder", o->cfg->encoder, res.reason,
+                        &m->origin);
+      return;
+    }
+  } else {
+    buf_append(b, msg_str(m, m->payload), m->payload.len);
+  }
+  if (o->cfg->newline) buf_append(b, "\n", 1);
+  o->delivered++;
+  output_maybe_flush(&o->sink);
+}
+
+static void route(pipeline *pl, const msg *m)
+{
+  bool matched = false;
+
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    pl_output *o = &pl->outputs[i];
+    if (!matcher_eval(o->match, m)) continue;
+    matched = true;
+    deliver(pl, o, m);
+  }
+  if (!matched) pl->unrouted++;
+}
+
+static void on_record(void *ud, input *in, const char *bytes, size_t len,
+                      uint64_t position, bool overlong)
+{
+  pipeline *pl = ud;
+  pl_input *pi = (pl_input *)in;
+  msg_origin o = {in->name, position, in->is_offset, bytes, len};
+  sandbox_result res;
+
+  pi->records++;
+  if (overlong) {
+    char reason[128];
+    snprintf(reason, sizeof reason, "line longer than max_line (%zu bytes): "
+             "this is one piece of it", in->max_line);
+    pi->dead++;
+    dead_letter_write(&pl->dl, "input", in->name, reason, &o);
+    return;
+  }
+  if (!pi->decoder) {
+    msg_reset(&pl->plain);
+    msg_store(&pl->plain, bytes, len, &pl->plain.payload);
+    pl->plain.timestamp = now_ns();
+    pl->plain.origin = o;
+    route(pl, &pl->plain);
+    return;
+  }
+  msg_batch_clear(&pl->batch);
+  sandbox_decode(pi->decoder, &o, &pl->batch, &res);
+  if (res.status != SANDBOX_OK) {
+    pi->dead++;
+    dead_letter_write(&pl->dl, "decoder", pi->decoder_name, res.reason, &o);
+    return;
+  }
+  for (uint32_t i = 0; i < pl->batch.len; i++) route(pl, &pl->batch.msgs[i]);
+}
+
+static void flush_all(pipeline *pl)
+{
+  for (size_t i = 0; i < pl->noutputs; i++) output_flush(&pl->outputs[i].sink);
+  if (pl->dl.sink) output_flush(pl->dl.sink);
+}
+
+static void on_chunk_done(void *ud, input *in)
+{
+  (void)in;
+  flush_all(ud);
+}
+
+static void close_signals(pipeline *pl)
+{
+  if (pl->signals_closed) return;
+  pl->signals_closed = true;
+  uv_close((uv_handle_t *)&pl->sighup, NULL);
+  uv_close((uv_handle_t *)&pl->sigint, NULL);
+  uv_close((uv_handle_t *)&pl->sigterm, NULL);
+}
+
+static void on_finished(void *ud, input *in, const char *error)
+{
+  pipeline *pl = ud;
+
+  if (error) {
+    log_msg("input '%s' stopped: %s", in->name, error);
+    pl->status = 1;
+  }
+  if (--pl->running == 0) close_signals(pl);
+}
+
+static void on_sighup(uv_signal_t *s, int signum)
+{
+  pipeline *pl = s->data;
+  (void)signum;
+  log_msg("SIGHUP: reopening output files");
+  for (size_t i = 0; i < pl->noutputs; i++) output_reopen(&pl->outputs[i].sink);
+  if (pl->dl.sink == &pl->dl.own) output_reopen(&pl->dl.own);
+}
+
+static void on_stop_signal(uv_signal_t *s, int signum)
+{
+  pipeline *pl = s->data;
+
+  log_msg("%s: stopping", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  for (size_t i = 0; i < pl->ninputs; i++) input_stop(&pl->inputs[i].in);
+  pl->running = 0;
+  close_signals(pl);
+}
+
+static sandbox *make_sandbox(pipeline *pl, const config_plugin *p,
+                             sandbox_kind kind, char *err, size_t errlen)
+{
+  sandbox_config sc = {
+    .name = p->name, .filename = p->filename, .kind = kind,
+    .settings = p->settings, .module_dirs = p->module_dirs,
+    .limits = p->limits, .log = log_sandbox_line
+  };
+  char why[768];
+  sandbox *sb = sandbox_create(&sc, pl->wd, why, sizeof why);
+
+  if (!sb) snprintf(err, errlen, "%s '%s': %s",
+                    kind == SANDBOX_DECODER ? "decoder" : "encoder", p->name, why);
+  return sb;
+}
+
+static int build_outputs(pipeline *pl, char *err, size_t errlen)
+{
+  const config *cfg = pl->cfg;
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    pl_output *o;
+    char why[256];
+    if (p->role != PLUGIN_OUTPUT) continue;
+    o = &pl->outputs[pl->noutputs++];
+    o->cfg = p;
+    o->match = matcher_compile(p->message_matcher, why, sizeof why);
+    if (!o->match) {
+      snprintf(err, errlen, "output '%s': message_matcher: %s", p->name, why);
+      return -1;
+    }
+    if (output_open(&o->sink, p->type == OUTPUT_FILE ? p->path : NULL,
+                    p->flush_bytes, why, sizeof why) != 0) {
+      snprintf(err, errlen, "output '%s': %s", p->name, why);
+      return -1;
+    }
+    if (p->encoder) {
+      o->encoder = make_sandbox(pl, config_find(cfg, p->encoder, PLUGIN_ENCODER),
+                                SANDBOX_ENCODER, err, errlen);
+      if (!o->encoder) return -1;
+    }
+  }
+  return 0;
+}
+
+static int build_inputs(pipeline *pl, char *err, size_t errlen)
+{
+  const config *cfg = pl->cfg;
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    pl_input *pi;
+    if (p->role != PLUGIN_INPUT) continue;
+    pi = &pl->inputs[pl->ninputs++];
+    pi->pl = pl;
+    pi->in.name = p->name;
+    pi->in.path = p->type == INPUT_FILE ? p->path : NULL;
+    pi->in.max_line = p->max_line;
+    pi->in.fd = -1;
+    pi->in.handler = (input_handler){on_record, on_chunk_done, on_finished, pl};
+    if (p->decoder) {
+      pi->decoder_name = p->decoder;
+      pi->decoder = make_sandbox(pl, config_find(cfg, p->decoder, PLUGIN_DECODER),
+                                 SANDBOX_DECODER, err, errlen);
+      if (!pi->decoder) return -1;
+    }
+  }
+  return 0;
+}
+
+static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
+{
+  output_sink *shared = NULL;
+  char why[256];
+
+  for (size_t i = 0; i < pl->noutputs && pl->cfg->dead_letter_output; i++)
+    if (strcmp(pl->outputs[i].cfg->name, pl->cfg->dead_letter_output) == 0)
+      shared = &pl->outputs[i].sink;
+  if (dead_letter_open(&pl->dl, pl->cfg->dead_letter_path, shared, why,
+                       sizeof why) != 0) {
+    snprintf(err, errlen, "dead letter: %s", why);
+    return -1;
+  }
+  return 0;
+}
+
+pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
+                          size_t errlen)
+{
+  pipeline *pl = calloc(1, sizeof *pl);
+  char why[256];
+
+  if (!pl) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  pl->loop = loop;
+  pl->cfg = cfg;
+  msg_init(&pl->plain);
+  pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
+  pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
+  pl->wd = sandbox_watchdog_start(cfg->watchdog_interval_ms, why, sizeof why);
+  if (!pl->inputs || !pl->outputs || !pl->wd) {
+    snprintf(err, errlen, "%s", pl->wd ? "out of memory" : why);
+    pipeline_destroy(pl);
+    return NULL;
+  }
+  if (build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
+      build_dead_letter(pl, err, errlen) != 0) {
+    pipeline_destroy(pl);
+    return NULL;
+  }
+  return pl;
+}
+
+int pipeline_check(const config *cfg, char *err, size_t errlen)
+{
+  pipeline pl = {.cfg = cfg};
+  char why[256];
+  int rc = 0;
+
+  pl.wd = sandbox_watchdog_start(cfg->watchdog_interval_ms, why, sizeof why);
+  if (!pl.wd) {
+    snprintf(err, errlen, "%s", why);
+    return -1;
+  }
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    sandbox *sb;
+    if (p->role != PLUGIN_DECODER && p->role != PLUGIN_ENCODER) continue;
+    sb = make_sandbox(&pl, p, p->role == PLUGIN_DECODER ? SANDBOX_DECODER
+                                                        : SANDBOX_ENCODER,
+                      err, errlen);
+    if (!sb) rc = -1;
+    sandbox_destroy(sb);
+  }
+  sandbox_watchdog_stop(pl.wd);
+  return rc;
+}
+
+static void log_summary(pipeline *pl)
+{
+  for (size_t i = 0; i < pl->ninputs; i++)
+    log_msg("input '%s': %" PRIu64 " records, %" PRIu64 " to dead letter",
+            pl->inputs[i].in.name, pl->inputs[i].records, pl->inputs[i].dead);
+  for (size_t i = 0; i < pl->noutputs; i++)
+    log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
+            " skipped", pl->outputs[i].cfg->name, pl->outputs[i].delivered,
+            pl->outputs[i].failed, pl->outputs[i].skipped);
+  log_msg("%" PRIu64 " dead-letter records, %" PRIu64 " messages matched no "
+          "output", pl->dl.count, pl->unrouted);
+}
+
+int pipeline_run(pipeline *pl)
+{
+  char err[512];
+
+  uv_signal_init(pl->loop, &pl->sighup);
+  uv_signal_init(pl->loop, &pl->sigint);
+  uv_signal_init(pl->loop, &pl->sigterm);
+  pl->sighup.data = pl->sigint.data = pl->sigterm.data = pl;
+  uv_signal_start(&pl->sighup, on_sighup, SIGHUP);
+  uv_signal_start(&pl->sigint, on_stop_signal, SIGINT);
+  uv_signal_start(&pl->sigterm, on_stop_signal, SIGTERM);
+  for (size_t i = 0; i < pl->ninputs; i++) {
+    if (input_start(&pl->inputs[i].in, pl->loop, err, sizeof err) != 0) {
+      log_msg("%s", err);
+      pl->status = 1;
+      continue;
+    }
+    pl->running++;
+  }
+  if (pl->running == 0) close_signals(pl);
+  uv_run(pl->loop, UV_RUN_DEFAULT);
+  flush_all(pl);
+  log_summary(pl);
+  return pl->status;
+}
+
+void pipeline_destroy(pipeline *pl)
+{
+  if (!pl) return;
+  dead_letter_close(&pl->dl);
+  for (size_t i = 0; i < pl->ninputs; i++) {
+    input_free(&pl->inputs[i].in);
+    sandbox_destroy(pl->inputs[i].decoder);
+  }
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    pl_output *o = &pl->outputs[i];
+    sandbox_destroy(o->encoder);
+    matcher_free(o->match);
+    output_close(&o->sink);
+  }
+  sandbox_watchdog_stop(pl->wd);
+  msg_batch_free(&pl->batch);
+  msg_free(&pl->plain);
+  free(pl->inputs);
+  free(pl->outputs);
+  free(pl);
+}
