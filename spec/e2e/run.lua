@@ -1,0 +1,69 @@
+-- Runs the real lumberjit binary for end-to-end specs: writes the config and
+-- the input to a fresh temporary directory, runs the binary there and
+-- returns what it wrote to stdout, stderr and the files it made.
+local run = {}
+
+run.bin = os.getenv("LUMBERJIT_BIN") or "build/lumberjit"
+run.root = io.popen("pwd"):read("*l")
+if run.bin:sub(1, 1) ~= "/" then run.bin = run.root .. "/" .. run.bin end
+
+local function shell_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+run.quote = shell_quote
+
+function run.read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local data = f:read("*a")
+  f:close()
+  return data
+end
+
+function run.write(path, data)
+  local f = assert(io.open(path, "wb"))
+  f:write(data)
+  f:close()
+end
+
+function run.tmpdir()
+  local dir = io.popen("mktemp -d /tmp/lumberjit-spec-XXXXXX"):read("*l")
+  return dir
+end
+
+function run.cleanup(dir)
+  os.execute("rm -rf " .. shell_quote(dir))
+end
+
+-- run.lumberjit{config = TEXT or config_path = PATH, input = TEXT,
+--               args = "--check", files = {name = text}}
+-- Returns {status, stdout, stderr, dir}; the caller cleans dir up.
+function run.lumberjit(opts)
+  local dir = run.tmpdir()
+  local config = opts.config_path
+  if opts.config then
+    config = dir .. "/config.lua"
+    run.write(config, opts.config)
+  end
+  for name, text in pairs(opts.files or {}) do
+    run.write(dir .. "/" .. name, text)
+  end
+  run.write(dir .. "/input", opts.input or "")
+  local cmd = string.format("cd %s && %s %s -c %s < input > stdout 2> stderr; echo $?",
+    shell_quote(dir), shell_quote(run.bin), opts.args or "", shell_quote(config))
+  local status = tonumber(io.popen(cmd):read("*l"))
+  return {
+    status = status,
+    stdout = run.read(dir .. "/stdout"),
+    stderr = run.read(dir .. "/stderr"),
+    dir = dir,
+  }
+end
+
+function run.lines(text)
+  local out = {}
+  for line in (text or ""):gmatch("([^\n]*)\n") do out[#out + 1] = line end
+  return out
+end
+
+return run
