@@ -19,7 +19,8 @@
  *   regex      := '/' chars '/'   POSIX extended syntax (ERE, regcomp with
  *                 REG_EXTENDED); \/ stands for '/', other escapes reach
  *                 regcomp unchanged
- *   name       := any bytes but ']', surrounding whitespace trimmed
+ *   name       := any bytes but ']' and control characters, surrounding
+ *                 whitespace trimmed
  *   index      := digits, 0-based: the field index (the fi-th field of that
  *                 name), then the array index; both default to 0
  *
@@ -75,6 +76,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -86,6 +88,37 @@
 /* Message strings are spans into an arena, not NUL-terminated. */
 #ifndef REG_STARTEND
 #error "the matcher needs regexec() with REG_STARTEND (glibc, musl does not)"
+#endif
+
+/* AddressSanitizer's regexec() interceptor ignores REG_STARTEND: it runs
+ * strlen() over the subject before calling glibc, so on a span that is not
+ * NUL-terminated it reads past the span's end and reports that read. Builds
+ * with ASan therefore call glibc's own regexec(), looked up in libc once. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BYPASS_ASAN_REGEXEC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BYPASS_ASAN_REGEXEC 1
+#endif
+#endif
+
+#ifdef BYPASS_ASAN_REGEXEC
+#include <dlfcn.h>
+#include <pthread.h>
+
+typedef int regexec_fn(const regex_t *, const char *, size_t, regmatch_t *, int);
+static regexec_fn *glibc_regexec = regexec;
+static pthread_once_t glibc_regexec_once = PTHREAD_ONCE_INIT;
+
+static void find_glibc_regexec(void)
+{
+  void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  void *fn = libc ? dlsym(libc, "regexec") : NULL;
+
+  if (fn) memcpy(&glibc_regexec, &fn, sizeof fn); /* POSIX: callable as is */
+  if (libc) dlclose(libc);
+}
+#define regexec glibc_regexec
 #endif
 
 enum { HEKA_DEFAULT_SEVERITY = 7 };
@@ -102,6 +135,20 @@ typedef enum {
 
 static const char *const op_text[OP_COUNT] = {
   "==", "!=", "<", "<=", ">", ">=", "=~", "!~"
+};
+
+/* How two values order; a NaN is UNORDERED with anything. */
+enum { LESS = -1, EQUAL = 0, GREATER = 1, UNORDERED = 2 };
+#define ORDER_BIT(order) (1u << ((order) + 1))
+
+/* For each operator, the orders for which it holds. */
+static const uint8_t op_accepts[OP_COUNT] = {
+  [OP_EQ] = ORDER_BIT(EQUAL),
+  [OP_NE] = ORDER_BIT(LESS) | ORDER_BIT(GREATER) | ORDER_BIT(UNORDERED),
+  [OP_LT] = ORDER_BIT(LESS),
+  [OP_LE] = ORDER_BIT(LESS) | ORDER_BIT(EQUAL),
+  [OP_GT] = ORDER_BIT(GREATER),
+  [OP_GE] = ORDER_BIT(GREATER) | ORDER_BIT(EQUAL),
 };
 
 typedef enum {
@@ -127,9 +174,10 @@ typedef struct {
   uint8_t header;     /* msg_header, for the header subjects */
   uint8_t op;         /* op_kind */
   uint8_t value_kind; /* value_kind */
+  uint8_t accepts;    /* op_accepts[op]: ORDER_BIT()s for which op holds */
   uint32_t on_holds, on_fails; /* next test, ACCEPT or REJECT */
-  strview field_name;          /* SUBJECT_FIELD: */
-  uint32_t field_index, array_index;
+  strview field_name;          /* SUBJECT_FIELD: Fields[field_name] */
+  uint32_t field_index, array_index; /* [field_index][array_index] */
   union {
     strview string;
     int64_t integer;
@@ -142,26 +190,16 @@ typedef struct {
 struct matcher {
   test *tests;
   uint32_t ntests;
-  char *pool; /* field names, string literals and regex sources, unescaped */
+  char *pool; /* field names and string literals, unescaped */
 };
 
 /* ------------------------------------------------------------------------
  * Evaluation
  * ------------------------------------------------------------------------ */
 
-enum { LESS = -1, EQUAL = 0, GREATER = 1, UNORDERED = 2 };
-
-static bool op_holds(uint8_t op, int order)
+static bool holds(const test *t, int order)
 {
-  switch (op) {
-  case OP_EQ: return order == EQUAL;
-  case OP_NE: return order != EQUAL;
-  case OP_LT: return order == LESS;
-  case OP_LE: return order == LESS || order == EQUAL;
-  case OP_GT: return order == GREATER;
-  case OP_GE: return order == GREATER || order == EQUAL;
-  }
-  return false;
+  return (t->accepts & ORDER_BIT(order)) != 0;
 }
 
 static strview span_view(const msg *m, msg_span s)
@@ -181,20 +219,6 @@ static strview string_header(const msg *m, msg_header h)
   }
 }
 
-static strview uuid_text(const msg *m, char out[UUID_TEXT_LENGTH])
-{
-  static const char hex[] = "0123456789abcdef";
-  strview v = { out, 0 };
-
-  if (!m->has_uuid) return (strview){ "", 0 };
-  for (int i = 0; i < 16; i++) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out[v.len++] = '-';
-    out[v.len++] = hex[m->uuid[i] >> 4];
-    out[v.len++] = hex[m->uuid[i] & 15];
-  }
-  return v;
-}
-
 static int64_t number_header(const msg *m, msg_header h)
 {
   switch (h) {
@@ -207,6 +231,8 @@ static int64_t number_header(const msg *m, msg_header h)
 static bool regex_matches(const regex_t *re, strview s)
 {
   regmatch_t bounds = { .rm_so = 0, .rm_eo = (regoff_t)s.len };
+
+  if (s.len > INT_MAX) return false; /* past what glibc's regoff_t (int) holds */
   return regexec(re, s.ptr, 1, &bounds, REG_STARTEND) == 0;
 }
 
@@ -222,15 +248,33 @@ static int compare_bytes(strview a, strview b)
 /* A string test: the literal is a string or a regex. */
 static bool test_string(const test *t, strview s)
 {
-  const strview lit = t->value.string;
+  strview lit;
 
   if (t->value_kind == VALUE_REGEX)
     return regex_matches(t->value.regex, s) == (t->op == OP_MATCH);
+  lit = t->value.string;
   if (t->op == OP_EQ || t->op == OP_NE) {
     bool equal = s.len == lit.len && (!s.len || memcmp(s.ptr, lit.ptr, s.len) == 0);
     return equal == (t->op == OP_EQ);
   }
-  return op_holds(t->op, compare_bytes(s, lit));
+  return holds(t, compare_bytes(s, lit));
+}
+
+/* Uuid compares as its text. Not inlined, so that the buffer (and the stack
+ * protector's check that a char array brings) stays out of the hot loop. */
+static __attribute__((noinline)) bool test_uuid(const test *t, const msg *m)
+{
+  static const char hex[] = "0123456789abcdef";
+  char text[UUID_TEXT_LENGTH];
+  strview v = { text, 0 };
+
+  if (!m->has_uuid) return test_string(t, (strview){ "", 0 });
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text[v.len++] = '-';
+    text[v.len++] = hex[m->uuid[i] >> 4];
+    text[v.len++] = hex[m->uuid[i] & 15];
+  }
+  return test_string(t, v);
 }
 
 static int compare_reals(double a, double b)
@@ -297,9 +341,9 @@ static bool test_field(const test *t, const msg *m)
     return (t->value_kind == VALUE_STRING || t->value_kind == VALUE_REGEX) &&
            test_string(t, span_view(m, v->s));
   case MSG_INTEGER:
-    return is_number(t) && op_holds(t->op, order_integer(v->i, t));
+    return is_number(t) && holds(t, order_integer(v->i, t));
   case MSG_DOUBLE:
-    return is_number(t) && op_holds(t->op, order_real(v->d, t));
+    return is_number(t) && holds(t, order_real(v->d, t));
   case MSG_BOOL:
     return t->value_kind == VALUE_BOOL &&
            (v->b == t->value.boolean) == (t->op == OP_EQ);
@@ -309,14 +353,12 @@ static bool test_field(const test *t, const msg *m)
 
 static bool run_test(const test *t, const msg *m)
 {
-  char uuid_buf[UUID_TEXT_LENGTH];
-
   switch (t->subject) {
   case SUBJECT_CONSTANT: return t->value.boolean;
   case SUBJECT_STRING_HEADER: return test_string(t, string_header(m, t->header));
-  case SUBJECT_UUID: return test_string(t, uuid_text(m, uuid_buf));
+  case SUBJECT_UUID: return test_uuid(t, m);
   case SUBJECT_NUMBER_HEADER:
-    return op_holds(t->op, order_integer(number_header(m, t->header), t));
+    return holds(t, order_integer(number_header(m, t->header), t));
   }
   return test_field(t, m);
 }
@@ -468,6 +510,9 @@ static bool parse_field_ref(parser *p, test *t)
     name_end--;
   while (name < name_end && isspace((unsigned char)*name)) name++;
   if (name == name_end) return fail(p, p->pos, "expected a field name after 'Fields['");
+  for (const char *c = name; c < name_end; c++)
+    if (iscntrl((unsigned char)*c))
+      return fail(p, (size_t)(c - p->src), "control character in a field name");
 
   t->subject = SUBJECT_FIELD;
   t->field_name.ptr = memcpy(p->mt->pool + p->pool_len, name, (size_t)(name_end - name));
@@ -585,7 +630,10 @@ static bool unescape(parser *p, size_t *i, char *out)
     *out = (char)(unsigned char)(high * 16 + low);
     *i += 4;
     return true;
-  default: return fail(p, *i, "unknown escape '\\%c'", *e);
+  default:
+    if (!isgraph((unsigned char)*e))
+      return fail(p, *i, "unknown escape: '\\' before byte 0x%02x", (unsigned char)*e);
+    return fail(p, *i, "unknown escape '\\%c'", *e);
   }
   *i += 2;
   return true;
@@ -604,7 +652,7 @@ static bool parse_string(parser *p, strview *out)
   while (s[i] != quote) {
     char c = s[i];
     if (c == '\0' || (c == '\\' && s[i + 1] == '\0'))
-      return fail(p, at, "unterminated string; expected a closing %c", quote);
+      return fail(p, at, "unterminated string; expected a closing quote (%c)", quote);
     if (c == '\\') {
       if (!unescape(p, &i, &c)) return false;
     } else {
@@ -634,12 +682,16 @@ static bool parse_regex(parser *p, test *t)
   for (i = at + 1; s[i] != '/'; i++) {
     if (s[i] == '\0' || (s[i] == '\\' && s[i + 1] == '\0'))
       return fail(p, at, "unterminated regex; expected a closing '/'");
+    /* A backslash takes the next character with it; only \/ loses it. */
     if (s[i] == '\\' && s[++i] != '/') pattern[n++] = '\\';
     pattern[n++] = s[i];
   }
   pattern[n] = '\0';
   re = malloc(sizeof *re);
   if (!re) return fail_out_of_memory(p);
+#ifdef BYPASS_ASAN_REGEXEC
+  pthread_once(&glibc_regexec_once, find_glibc_regexec);
+#endif
   rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
   if (rc != 0) {
     regerror(rc, re, reason, sizeof reason);
@@ -752,6 +804,7 @@ static bool parse_comparison(parser *p, size_t at, size_t len)
   if (!parse_operator(p, &t.op))
     return fail(p, op_at, "expected an operator (== != < <= > >= =~ !~) after '%.*s'",
                 (int)var.len, var.ptr);
+  t.accepts = op_accepts[t.op];
   skip_space(p);
   value_at = p->pos;
   if (!classify_value(p->src + value_at, &kind))
