@@ -1,0 +1,45 @@
+-- Every bundled example, run through the binary exactly as README.md says.
+local run = dofile("spec/e2e/run.lua")
+local cjson = require("cjson")
+
+local function run_example(name, input_file)
+  local dir = run.tmpdir()
+  local cmd = string.format("cd %s && %s -c %s < %s > stdout 2> stderr; echo $?",
+    run.quote(dir), run.quote(run.bin), run.quote(run.root .. "/examples/" .. name),
+    run.quote(run.root .. "/examples/data/" .. input_file))
+  local status = tonumber(io.popen(cmd):read("*l"))
+  return {
+    status = status,
+    stdout = run.read(dir .. "/stdout"),
+    stderr = run.read(dir .. "/stderr"),
+    dir = dir,
+  }
+end
+
+describe("examples/sandbox-limits.lua", function()
+  it("passes good lines through and dead-letters each bad one with its reason", function()
+    local r = run_example("sandbox-limits.lua", "limits.txt")
+    assert.are.equal(0, r.status)
+    assert.are.same({"first line", "second line", "third line", "fourth line"},
+      run.lines(r.stdout))
+    local dead = {}
+    for _, line in ipairs(run.lines(run.read(r.dir .. "/sandbox-limits.dead-letter.log"))) do
+      dead[#dead + 1] = cjson.decode(line)
+    end
+    assert.are.equal(3, #dead)
+    assert.are.equal("LOOP forever", dead[1].payload)
+    assert.matches("^instruction limit exceeded: limit 1000000", dead[1].reason)
+    assert.matches("misbehaving.lua:10$", dead[1].reason)
+    assert.are.equal("HOG all memory", dead[2].payload)
+    assert.matches("^memory limit exceeded: limit 33554432 bytes", dead[2].reason)
+    assert.are.equal("BIG output", dead[3].payload)
+    assert.matches("^output limit exceeded: limit 1048576 bytes, emitted 10485760", dead[3].reason)
+    for _, d in ipairs(dead) do
+      assert.are.equal("misbehaving", d.plugin)
+      assert.are.equal("decoder", d.stage)
+      assert.are.equal("stdin", d.input)
+    end
+    assert.matches("3 dead%-letter records", r.stderr)
+    run.cleanup(r.dir)
+  end)
+end)

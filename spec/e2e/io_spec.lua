@@ -1,0 +1,126 @@
+-- Inputs, routing and outputs through the binary: pipes and files in,
+-- matchers choosing outputs, files appended and reopened on SIGHUP.
+local run = dofile("spec/e2e/run.lua")
+local cjson = require("cjson")
+
+-- A decoder that tags each line with the Type given after a colon.
+local tagger = [[
+function process_message(line)
+  local type, text = line:match("^(%w+):(.*)$")
+  if not type then return -1, "no type prefix" end
+  inject_message({Type = type, Payload = text, Fields = {length = #text}})
+end
+]]
+
+local function sh(script)
+  return tonumber(io.popen("bash -c " .. run.quote(script) .. "; echo $?"):read("*l"))
+end
+
+describe("inputs", function()
+  it("numbers records from a pipe and offsets from a file", function()
+    local dir = run.tmpdir()
+    run.write(dir .. "/config.lua", [[
+lumberjit = { dead_letter_path = "dead.log" }
+stdin = { type = "stdin_input", decoder = "t" }
+t = { type = "decoder", filename = "t.lua" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    run.write(dir .. "/t.lua", tagger)
+    local status = sh(string.format("cd %s && printf 'a:one\\nbad\\nb:two' | %s -c config.lua > stdout 2> stderr",
+      run.quote(dir), run.quote(run.bin)))
+    assert.are.equal(0, status)
+    assert.are.same({"one", "two"}, run.lines(run.read(dir .. "/stdout")))
+    local dead = cjson.decode(run.read(dir .. "/dead.log"))
+    assert.are.equal(2, dead.record)
+    assert.are.equal("bad", dead.payload)
+    assert.are.equal("rejected by t: no type prefix", dead.reason)
+    run.cleanup(dir)
+  end)
+
+  it("reads a file input to its end, the last line without a newline too", function()
+    local r = run.lumberjit{
+      config = [[
+file = { type = "file_input", path = "in.log" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]],
+      files = {["in.log"] = "alpha\n\nbeta\r\ngamma"},
+    }
+    assert.are.equal(0, r.status)
+    assert.are.equal("alpha\n\nbeta\r\ngamma\n", r.stdout)
+    run.cleanup(r.dir)
+  end)
+
+  it("fails clearly on a missing input file", function()
+    local r = run.lumberjit{
+      config = [[
+file = { type = "file_input", path = "missing.log" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]],
+    }
+    assert.are.equal(1, r.status)
+    assert.matches("input 'file': cannot open missing.log: No such file or directory", r.stderr)
+    run.cleanup(r.dir)
+  end)
+end)
+
+describe("routing and outputs", function()
+  it("sends each message to every output whose matcher it matches", function()
+    local r = run.lumberjit{
+      config = [[
+lumberjit = { dead_letter_output = "errors" }
+stdin = { type = "stdin_input", decoder = "t" }
+t = { type = "decoder", filename = "t.lua" }
+enc = { type = "encoder", filename = "enc.lua" }
+web = { type = "file_output", path = "web.log", message_matcher = "Type == 'web'" }
+long = { type = "file_output", path = "long.log", encoder = "enc",
+         message_matcher = "Fields[length] > 5 && Type != 'skip'" }
+errors = { type = "file_output", path = "errors.log", message_matcher = "FALSE" }
+]],
+      files = {
+        ["t.lua"] = tagger,
+        ["enc.lua"] = [[
+function process_message()
+  return read_message("Type") .. "=" .. read_message("Payload") .. " (" .. read_message("Fields[length]") .. ")"
+end
+]],
+        ["web.log"] = "already here\n",
+      },
+      input = "web:GET /\nweb:GET /index.html\ndb:select 1\nnoprefix\nskip:long enough\n",
+    }
+    assert.are.equal(0, r.status)
+    assert.are.same({"already here", "GET /", "GET /index.html"}, run.lines(run.read(r.dir .. "/web.log")))
+    assert.are.same({"web=GET /index.html (15)", "db=select 1 (8)"}, run.lines(run.read(r.dir .. "/long.log")))
+    local err = cjson.decode(run.read(r.dir .. "/errors.log"))
+    assert.are.equal("noprefix", err.payload)
+    assert.matches("1 messages matched no output", r.stderr)
+    run.cleanup(r.dir)
+  end)
+
+  it("reopens its file on SIGHUP", function()
+    local dir = run.tmpdir()
+    run.write(dir .. "/config.lua", [[
+stdin = { type = "stdin_input" }
+out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
+]])
+    -- Feed one line, wait until it is written, rotate the file, signal, wait
+    -- for the new file, feed another line.
+    local status = sh(string.format([[
+cd %s && mkfifo in && { %s -c config.lua < in 2> stderr & pid=$!; }
+exec 3> in
+wait_for() { for i in $(seq 100); do eval "$1" && return 0; sleep 0.05; done; return 1; }
+echo before >&3
+wait_for 'grep -q before out.log 2>/dev/null'
+mv out.log out.log.1
+kill -HUP $pid
+wait_for '[ -e out.log ]'
+echo after >&3
+exec 3>&-
+wait $pid
+]], run.quote(dir), run.quote(run.bin)))
+    assert.are.equal(0, status)
+    assert.are.equal("before\n", run.read(dir .. "/out.log.1"))
+    assert.are.equal("after\n", run.read(dir .. "/out.log"))
+    assert.matches("SIGHUP: reopening output files", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+end)
