@@ -110,12 +110,23 @@ const char *msg_header_name(msg_header h)
   return h < MSG_H_COUNT ? header_names[h] : NULL;
 }
 
+/* Called for every key a decoder injects and every read_message, so the
+ * length and first letter pick the one candidate to compare. */
 msg_header msg_header_by_name(const char *name, size_t len)
 {
-  for (int h = 0; h < MSG_H_COUNT; h++)
-    if (strlen(header_names[h]) == len && memcmp(header_names[h], name, len) == 0)
-      return (msg_header)h;
-  return MSG_H_COUNT;
+  msg_header h;
+
+  switch (len) {
+  case 3: h = MSG_H_PID; break;
+  case 4: h = name[0] == 'T' ? MSG_H_TYPE : MSG_H_UUID; break;
+  case 6: h = MSG_H_LOGGER; break;
+  case 7: h = MSG_H_PAYLOAD; break;
+  case 8: h = name[0] == 'S' ? MSG_H_SEVERITY : MSG_H_HOSTNAME; break;
+  case 9: h = MSG_H_TIMESTAMP; break;
+  case 10: h = MSG_H_ENV_VERSION; break;
+  default: return MSG_H_COUNT;
+  }
+  return memcmp(header_names[h], name, len) == 0 ? h : MSG_H_COUNT;
 }
 
 msg *msg_batch_add(msg_batch *b)
