@@ -16,6 +16,44 @@ local function run_example(name, input_file)
   }
 end
 
+describe("examples/stdin-syslog-json.lua", function()
+  it("turns syslog lines into Logstash JSON and dead-letters the stranger", function()
+    local r = run_example("stdin-syslog-json.lua", "syslog.txt")
+    assert.are.equal(0, r.status)
+    local docs = {}
+    for _, line in ipairs(run.lines(r.stdout)) do docs[#docs + 1] = cjson.decode(line) end
+    assert.are.equal(6, #docs)
+    -- W3's line; the senders' clocks are in Asia/Shanghai (UTC+8).
+    local w3 = docs[1]
+    assert.matches("^%d%d%d%d%-05%-19T10:30:17%.000Z$", w3["@timestamp"])
+    assert.are.equal("1", w3["@version"])
+    assert.are.equal("foo bar 32", w3.message)
+    assert.are.equal("snack", w3.host)
+    assert.are.equal("syslog", w3.type)
+    assert.are.equal(4, w3.severity)
+    assert.are.equal(5, w3.syslogfacility)
+    assert.are.equal(44, w3.pri)
+    assert.are.equal("jls", w3.programname)
+    assert.are.equal("jls:", w3.syslogtag)
+    assert.is_nil(w3.pid)
+    local sshd = docs[2]
+    assert.are.equal("sshd", sshd.programname)
+    assert.are.equal(4211, sshd.pid)
+    assert.are.equal(6, sshd.severity)
+    assert.are.equal(10, sshd.syslogfacility)
+    assert.matches("T15:59:01%.000Z$", sshd["@timestamp"])
+    assert.are.equal("[123456.789012] eth0: link down", docs[5].message)
+    assert.are.equal("kernel", docs[5].programname)
+
+    local dead = cjson.decode(run.read(r.dir .. "/syslog.dead-letter.log"))
+    assert.are.equal("this line was not written by rsyslog", dead.payload)
+    assert.are.equal("rsyslog", dead.plugin)
+    assert.matches("does not match the template", dead.reason)
+    assert.are.equal(359, dead.offset)
+    run.cleanup(r.dir)
+  end)
+end)
+
 describe("examples/sandbox-limits.lua", function()
   it("passes good lines through and dead-letters each bad one with its reason", function()
     local r = run_example("sandbox-limits.lua", "limits.txt")

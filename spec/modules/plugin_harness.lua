@@ -1,0 +1,201 @@
+-- plugin_harness: runs a sandbox/*.lua plugin in plain Lua 5.1 or LuaJIT,
+-- in a fresh environment offering lumberjit's plugin API (sandbox/README.md):
+-- read_config, read_zoneinfo, require (lpeg, cjson, then lua_modules/ loaded
+-- into the plugin's environment, as the sandbox does), inject_message,
+-- inject_payload, read_message and read_next_field.
+--
+--   local plugin = harness.load("sandbox/decoders/rsyslog.lua", { tz = "UTC" })
+--   local rc, err, messages = plugin:decode("<44>May 19 ...")
+--   local encoder = harness.load("sandbox/encoders/json.lua")
+--   local text = encoder:encode(messages[1])
+--
+-- inject_message checks the message against Heka's schema and stores a deep
+-- copy, as the C side serializes it at once. Messages given to encode() use
+-- the same schema; Fields as a map are iterated in name order.
+-- Options: zoneinfo = { [name] = bytes } to serve zones from memory,
+-- clock = function() -> epoch seconds, to stand in for os.time,
+-- inject = function(msg) to replace storing (benchmarks).
+
+local harness = {}
+
+local SAFE_GLOBALS = { "assert", "error", "ipairs", "next", "pairs", "pcall", "print",
+                       "rawequal", "rawget", "rawset", "select", "setmetatable",
+                       "getmetatable", "tonumber", "tostring", "type", "unpack", "xpcall" }
+local HEADERS = { Timestamp = "number", Type = "string", Logger = "string",
+                  Severity = "number", Payload = "string", EnvVersion = "string",
+                  Pid = "number", Hostname = "string", Uuid = "string" }
+local VALUE_TYPE_OF = { string = 0, number = 3, boolean = 4 }
+
+local function deep_copy(value)
+  if type(value) ~= "table" then return value end
+  local copy = {}
+  for k, v in pairs(value) do copy[k] = deep_copy(v) end
+  return copy
+end
+
+local function sandbox_require(env)
+  local loaded = {}
+  return function(name)
+    if loaded[name] ~= nil then return loaded[name] end
+    local module
+    if name == "lpeg" or name == "cjson" or name == "bit" then
+      module = require(name)
+    else
+      local path = "lua_modules/" .. name:gsub("%.", "/") .. ".lua"
+      local chunk = assert(loadfile(path))
+      setfenv(chunk, env)
+      module = chunk(name)
+      if module == nil then module = true end
+    end
+    loaded[name] = module
+    return module
+  end
+end
+
+local function read_zone_file(name)
+  local file, err = io.open("/usr/share/zoneinfo/" .. name, "rb")
+  if not file then return nil, err end
+  local bytes = file:read("*a")
+  file:close()
+  return bytes
+end
+
+-- One field as read_next_field reports it.
+local function field_entry(name, field)
+  local value, value_type, representation = field, nil, nil
+  if type(field) == "table" and field.value ~= nil then
+    value, value_type, representation = field.value, field.value_type, field.representation
+  end
+  local first = type(value) == "table" and value[1] or value
+  value_type = value_type or VALUE_TYPE_OF[type(first)]
+  assert(value_type, "field '" .. tostring(name) .. "' has an unsupported value: " .. tostring(first))
+  local count = type(value) == "table" and #value or 1
+  return { name = name, value_type = value_type, value = value,
+           representation = representation, count = count }
+end
+
+local function check_message(t)
+  assert(type(t) == "table", "inject_message expects a table")
+  for key, value in pairs(t) do
+    if key ~= "Fields" then
+      assert(HEADERS[key], "unknown header " .. tostring(key))
+      assert(type(value) == HEADERS[key], "header " .. key .. " must be a " .. HEADERS[key]
+                                          .. ", got " .. type(value))
+    end
+  end
+  if t.Fields then
+    for name, field in pairs(t.Fields) do
+      assert(type(name) == "string", "field names must be strings")
+      field_entry(name, field)
+    end
+  end
+end
+
+-- The fields of a message as an ordered list (a map is taken in name order;
+-- a list of {name =, value =, value_type =} entries is kept as given).
+local function field_list(fields)
+  local list = {}
+  if not fields then return list end
+  if fields[1] then
+    for _, f in ipairs(fields) do list[#list + 1] = field_entry(f.name, f) end
+    return list
+  end
+  local names = {}
+  for name in pairs(fields) do names[#names + 1] = name end
+  table.sort(names)
+  for _, name in ipairs(names) do list[#list + 1] = field_entry(name, fields[name]) end
+  return list
+end
+
+local Plugin = {}
+Plugin.__index = Plugin
+
+function harness.load(path, config, options)
+  config, options = config or {}, options or {}
+  local plugin = setmetatable({ injected = {}, payloads = {} }, Plugin)
+  local env = {}
+  for _, name in ipairs(SAFE_GLOBALS) do env[name] = _G[name] end
+  env.string, env.table, env.math = string, table, math
+  env.os = { time = options.clock or os.time, clock = os.clock, date = os.date }
+  env._G = env
+  -- load and loadstring take source text only, as in the sandbox.
+  env.loadstring = function(source, chunk_name)
+    if type(source) ~= "string" or source:byte(1) == 27 then
+      return nil, "only source text can be loaded"
+    end
+    local chunk, err = loadstring(source, chunk_name)
+    if chunk then setfenv(chunk, env) end
+    return chunk, err
+  end
+  env.load = env.loadstring
+  env.require = sandbox_require(env)
+  env.read_config = function(key) return config[key] end
+  env.read_zoneinfo = function(name)
+    if options.zoneinfo then return options.zoneinfo[name] end
+    return read_zone_file(name)
+  end
+  env.inject_message = options.inject or function(t)
+    check_message(t)
+    plugin.injected[#plugin.injected + 1] = deep_copy(t)
+  end
+  env.inject_payload = function(payload_type, name, ...)
+    plugin.payloads[#plugin.payloads + 1] = { type = payload_type, name = name,
+                                              data = table.concat({ ... }) }
+  end
+  env.read_message = function(name, field_index, array_index)
+    return plugin:read_message(name, field_index, array_index)
+  end
+  env.read_next_field = function()
+    plugin.cursor = plugin.cursor + 1
+    local f = plugin.fields[plugin.cursor]
+    if not f then return nil end
+    return f.value_type, f.name, f.value, f.representation, f.count
+  end
+  plugin.env = env
+  local chunk = assert(loadfile(path))
+  setfenv(chunk, env)
+  chunk()
+  return plugin
+end
+
+-- Runs a decoder on one record: rc, err, and the messages it injected.
+function Plugin:decode(record)
+  local first = #self.injected + 1
+  local rc, err = self.env.process_message(record)
+  local messages = {}
+  for i = first, #self.injected do messages[#messages + 1] = self.injected[i] end
+  return rc, err, messages
+end
+
+-- Makes `message` the current one and runs an encoder on it.
+function Plugin:set_message(message)
+  self.message = message
+  self.fields = field_list(message.Fields)
+  self.cursor = 0
+end
+
+function Plugin:encode(message)
+  self:set_message(message)
+  return self.env.process_message()
+end
+
+function Plugin:read_message(name, field_index, array_index)
+  local message = self.message
+  if HEADERS[name] then return message[name] end
+  if name == "raw" then return message.raw end
+  local field_name = name:match("^Fields%[(.*)%]$")
+  if not field_name then return nil end
+  local seen = 0
+  for _, f in ipairs(self.fields) do
+    if f.name == field_name then
+      if seen == (field_index or 0) then
+        if type(f.value) == "table" then return f.value[(array_index or 0) + 1] end
+        return f.value
+      end
+      seen = seen + 1
+    end
+  end
+  return nil
+end
+
+return harness
