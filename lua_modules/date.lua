@@ -61,14 +61,7 @@ local d4 = d2 * d2
 local month_names = { "jan", "feb", "mar", "apr", "may", "jun",
                       "jul", "aug", "sep", "oct", "nov", "dec" }
 
-local function caseless(word)
-  local p = P(true)
-  for i = 1, #word do
-    local ch = word:sub(i, i)
-    p = p * S(ch:lower() .. ch:upper())
-  end
-  return p
-end
+local caseless = require "caseless"
 
 -- Matching only, the month names form a trie, so "May" is found without
 -- first trying "Jan" to "Apr": this pattern runs on every RFC 3164 line.

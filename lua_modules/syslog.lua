@@ -50,14 +50,7 @@ syslog.severity_number = numbers_by_name(syslog.severity_names,
   { panic = 0, error = 3, warn = 4 })
 syslog.facility_number = numbers_by_name(syslog.facility_names, { security = 4 })
 
-local function caseless(word)
-  local p = P(true)
-  for i = 1, #word do
-    local ch = word:sub(i, i)
-    p = p * S(ch:lower() .. ch:upper())
-  end
-  return p
-end
+local caseless = require "caseless"
 
 -- A pattern matching any name of `numbers` (longest first, so "authpriv"
 -- is not read as "auth"), capturing its number.

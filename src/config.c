@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -454,34 +455,30 @@ static int read_module_dirs(plugin_ctx *c, config_plugin *p)
   return rc;
 }
 
+/* The sandbox limits a decoder or encoder may set, with their maxima. */
+static const struct {
+  const char *key;
+  double max;
+  size_t offset;
+} limit_keys[] = {
+  {"instruction_limit", 1e15, offsetof(sandbox_limits, instruction_limit)},
+  {"cpu_limit_ms", 3600000, offsetof(sandbox_limits, cpu_limit_ms)},
+  {"memory_limit", 1e12, offsetof(sandbox_limits, memory_limit)},
+  {"output_limit", 1e12, offsetof(sandbox_limits, output_limit)},
+  {"input_limit", 1e12, offsetof(sandbox_limits, input_limit)},
+  {"mcode_limit_kb", 1 << 20, offsetof(sandbox_limits, mcode_limit_kb)},
+  {"max_failures", 1e9, offsetof(sandbox_limits, max_failures)},
+};
+
 static int read_limits(plugin_ctx *c, sandbox_limits *l)
 {
-  uint64_t v;
-  int rc = 0;
-
   sandbox_limits_default(l);
-  v = l->instruction_limit;
-  rc |= read_count(c, "instruction_limit", 1e15, &v);
-  l->instruction_limit = v;
-  v = l->cpu_limit_ms;
-  rc |= read_count(c, "cpu_limit_ms", 3600000, &v);
-  l->cpu_limit_ms = (uint32_t)v;
-  v = l->memory_limit;
-  rc |= read_count(c, "memory_limit", 1e12, &v);
-  l->memory_limit = (size_t)v;
-  v = l->output_limit;
-  rc |= read_count(c, "output_limit", 1e12, &v);
-  l->output_limit = (size_t)v;
-  v = l->input_limit;
-  rc |= read_count(c, "input_limit", 1e12, &v);
-  l->input_limit = (size_t)v;
-  v = l->mcode_limit_kb;
-  rc |= read_count(c, "mcode_limit_kb", 1 << 20, &v);
-  l->mcode_limit_kb = (uint32_t)v;
-  v = l->max_failures;
-  rc |= read_count(c, "max_failures", 1e9, &v);
-  l->max_failures = (uint32_t)(v ? v : 1);
-  return rc ? -1 : 0;
+  for (size_t i = 0; i < sizeof limit_keys / sizeof *limit_keys; i++)
+    if (read_count(c, limit_keys[i].key, limit_keys[i].max,
+                   (uint64_t *)((char *)l + limit_keys[i].offset)) != 0)
+      return -1;
+  if (l->max_failures == 0) l->max_failures = 1;
+  return 0;
 }
 
 /* ---- one plugin ---- */

@@ -193,7 +193,7 @@ static void describe_failure(sandbox *sb, sandbox_limit limit,
 
   switch (limit) {
   case SANDBOX_LIMIT_CPU:
-    snprintf(r, n, "cpu limit exceeded: limit %" PRIu32 " ms, used %.1f ms, at %s",
+    snprintf(r, n, "cpu limit exceeded: limit %" PRIu64 " ms, used %.1f ms, at %s",
              sb->limits.cpu_limit_ms, cpu_ms, where);
     break;
   case SANDBOX_LIMIT_INSTRUCTIONS:
@@ -202,13 +202,13 @@ static void describe_failure(sandbox *sb, sandbox_limit limit,
              sb->limits.instruction_limit, sb->instructions, cpu_ms, where);
     break;
   case SANDBOX_LIMIT_MEMORY:
-    snprintf(r, n, "memory limit exceeded: limit %zu bytes, in use %zu, "
+    snprintf(r, n, "memory limit exceeded: limit %" PRIu64 " bytes, in use %zu, "
              "refused a request of %zu bytes, in process_message (%s:%d)",
              sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size,
              sb->filename, sb->entry_line);
     break;
   case SANDBOX_LIMIT_OUTPUT:
-    snprintf(r, n, "output limit exceeded: limit %zu bytes, emitted %zu, at %s",
+    snprintf(r, n, "output limit exceeded: limit %" PRIu64 " bytes, emitted %zu, at %s",
              sb->limits.output_limit, sb->emitted, where);
     break;
   default:
@@ -256,7 +256,7 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
   sb->mem.used = 0;
   L = lua_newstate(sandbox_alloc, &sb->mem);
   if (!L) {
-    snprintf(err, errlen, "cannot create a Lua state within %zu bytes",
+    snprintf(err, errlen, "cannot create a Lua state within %" PRIu64 " bytes",
              sb->limits.memory_limit);
     return -1;
   }
@@ -337,7 +337,7 @@ static void recover(sandbox *sb, const sandbox_result *res)
   }
   sb->stats.restarts++;
   log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; state rebuilt "
-           "(failure %" PRIu32 " of %" PRIu32 " allowed in a row)", sb->name,
+           "(failure %" PRIu32 " of %" PRIu64 " allowed in a row)", sb->name,
            sb->filename, res->reason, origin, sb->failures_in_row,
            sb->limits.max_failures);
 }
@@ -414,7 +414,7 @@ void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
     res->status = SANDBOX_REJECTED;
     res->limit = SANDBOX_LIMIT_INPUT;
     snprintf(res->reason, sizeof res->reason,
-             "input limit exceeded: record of %zu bytes, limit %zu",
+             "input limit exceeded: record of %zu bytes, limit %" PRIu64,
              rec->len, sb->limits.input_limit);
     sb->stats.rejected++;
     return;

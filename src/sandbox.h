@@ -47,12 +47,12 @@ typedef enum { SANDBOX_DECODER, SANDBOX_ENCODER } sandbox_kind;
 
 typedef struct {
   uint64_t instruction_limit; /* 0: none */
-  uint32_t cpu_limit_ms;      /* 0: none */
-  size_t memory_limit;        /* bytes; 0: none */
-  size_t output_limit;        /* bytes per call; 0: none */
-  size_t input_limit;         /* bytes per record; 0: none */
-  uint32_t mcode_limit_kb;    /* JIT machine code per state */
-  uint32_t max_failures;      /* failed calls in a row before the plugin stops */
+  uint64_t cpu_limit_ms;      /* 0: none */
+  uint64_t memory_limit;      /* bytes; 0: none */
+  uint64_t output_limit;      /* bytes per call; 0: none */
+  uint64_t input_limit;       /* bytes per record; 0: none */
+  uint64_t mcode_limit_kb;    /* JIT machine code per state */
+  uint64_t max_failures;      /* failed calls in a row before the plugin stops */
 } sandbox_limits;
 
 /* The defaults: 1e6 instructions, 100 ms, 8 MiB, 64 KiB out, 64 KiB in,

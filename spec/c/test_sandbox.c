@@ -389,6 +389,7 @@ static void test_bad_plugins(void)
   CHECK_CONTAINS(err, "syntax.lua:1:");
   sandbox_limits_default(&l);
   l.cpu_limit_ms = 20;
+  l.instruction_limit = 0;
   CHECK(make(SANDBOX_DECODER, "toplevel.lua", "while true do end\n", &l, err, sizeof err) == NULL);
   CHECK_CONTAINS(err, "cpu limit exceeded");
 }

@@ -3,16 +3,9 @@ local run = dofile("spec/e2e/run.lua")
 local cjson = require("cjson")
 
 local function run_example(name, input_file)
-  local dir = run.tmpdir()
-  local cmd = string.format("cd %s && %s -c %s < %s > stdout 2> stderr; echo $?",
-    run.quote(dir), run.quote(run.bin), run.quote(run.root .. "/examples/" .. name),
-    run.quote(run.root .. "/examples/data/" .. input_file))
-  local status = tonumber(io.popen(cmd):read("*l"))
-  return {
-    status = status,
-    stdout = run.read(dir .. "/stdout"),
-    stderr = run.read(dir .. "/stderr"),
-    dir = dir,
+  return run.lumberjit{
+    config_path = run.root .. "/examples/" .. name,
+    input_path = run.root .. "/examples/data/" .. input_file,
   }
 end
 

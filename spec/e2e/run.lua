@@ -35,7 +35,8 @@ function run.cleanup(dir)
   os.execute("rm -rf " .. shell_quote(dir))
 end
 
--- run.lumberjit{config = TEXT or config_path = PATH, input = TEXT,
+-- run.lumberjit{config = TEXT or config_path = PATH,
+--               input = TEXT or input_path = PATH,
 --               args = "--check", files = {name = text}}
 -- Returns {status, stdout, stderr, dir}; the caller cleans dir up.
 function run.lumberjit(opts)
@@ -48,9 +49,11 @@ function run.lumberjit(opts)
   for name, text in pairs(opts.files or {}) do
     run.write(dir .. "/" .. name, text)
   end
-  run.write(dir .. "/input", opts.input or "")
-  local cmd = string.format("cd %s && %s %s -c %s < input > stdout 2> stderr; echo $?",
-    shell_quote(dir), shell_quote(run.bin), opts.args or "", shell_quote(config))
+  local input = opts.input_path or dir .. "/input"
+  if not opts.input_path then run.write(input, opts.input or "") end
+  local cmd = string.format("cd %s && %s %s -c %s < %s > stdout 2> stderr; echo $?",
+    shell_quote(dir), shell_quote(run.bin), opts.args or "", shell_quote(config),
+    shell_quote(input))
   local status = tonumber(io.popen(cmd):read("*l"))
   return {
     status = status,
