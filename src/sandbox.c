@@ -4,11 +4,12 @@
  * A sandbox owns one LuaJIT state at a time. Each call runs under limits
  * (see sandbox.h for what each counts). The fast path costs two relaxed
  * atomic stores and one load around a lua_pcall: the JIT stays on, and no
- * hook is installed. The watchdog thread notices a call that lasts more than
- * one interval and arms a count hook; from then on the hook counts the
- * call's instructions and stops it when it breaks the instruction or CPU
- * limit. LuaJIT is built with LUAJIT_ENABLE_CHECKHOOK, so compiled loops see
- * the armed hook and leave their trace.
+ * hook is installed. The watchdog thread arms a count hook when a call
+ * passes its CPU limit (the hook then stops it at once), or, for a plugin
+ * with an instruction limit, when a call lasts more than one interval (the
+ * hook then counts its instructions and stops it past the limit). LuaJIT is
+ * built with LUAJIT_ENABLE_CHECKHOOK, so compiled loops see the armed hook
+ * and leave their trace.
  *
  * Stopping is sticky: once a limit breaks, the hook is re-armed to fire on
  * every instruction and raises an error each time, so a script that catches
@@ -47,7 +48,7 @@ const char *sandbox_limit_name(sandbox_limit l)
 
 void sandbox_limits_default(sandbox_limits *l)
 {
-  l->instruction_limit = 1000000;
+  l->instruction_limit = 0;
   l->cpu_limit_ms = 100;
   l->memory_limit = 8u << 20;
   l->output_limit = 64u << 10;

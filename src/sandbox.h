@@ -12,12 +12,15 @@
  * - cpu_limit_ms: CPU time of the owning thread during one call, sampled by
  *   the watchdog every watchdog interval. A call is stopped at the first
  *   sample past the limit, so it may overrun by up to one interval. This is
- *   the limit that stops any runaway code, compiled loops included.
- * - instruction_limit: Lua VM instructions of one call, counted in steps of
- *   SANDBOX_HOOK_STEP by a count hook. The hook is armed only once a call
- *   has run for one watchdog interval, because an armed hook forces compiled
- *   code back to the interpreter. Instructions of a call that finishes within
- *   its first interval are not counted; past that, every instruction is.
+ *   the limit that stops any runaway code, compiled loops included, and it
+ *   costs nothing until it fires.
+ * - instruction_limit (off by default): Lua VM instructions of one call,
+ *   counted in steps of SANDBOX_HOOK_STEP by a count hook. An armed hook
+ *   makes compiled loops leave their traces at every iteration, so the hook
+ *   is armed only once a call has run for one watchdog interval: the
+ *   instructions of a call that ends within its first interval are not
+ *   counted, every instruction after that is, and that remainder of the
+ *   call runs at interpreter speed.
  * - memory_limit: bytes held by the state's allocator (the whole Lua heap,
  *   LPeg and cjson buffers included; JIT machine code is bounded apart, by
  *   mcode_limit_kb). A refused allocation fails the call even if the script
@@ -55,8 +58,8 @@ typedef struct {
   uint64_t max_failures;      /* failed calls in a row before the plugin stops */
 } sandbox_limits;
 
-/* The defaults: 1e6 instructions, 100 ms, 8 MiB, 64 KiB out, 64 KiB in,
- * 2048 KiB of machine code, 10 failures in a row. */
+/* The defaults: no instruction limit, 100 ms, 8 MiB, 64 KiB out, 64 KiB
+ * in, 2048 KiB of machine code, 10 failures in a row. */
 void sandbox_limits_default(sandbox_limits *l);
 
 /* Receives one line of the runtime's log: terminations, restarts, stops and

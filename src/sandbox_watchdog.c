@@ -3,11 +3,12 @@
  *
  * Each tick it looks at every registered sandbox. A call seen for the first
  * time has its owner thread's CPU clock noted; a call still running at the
- * next tick has run for at least one interval: the watchdog arms the count
- * hook (which counts its instructions from then on) and, once the CPU used
- * since the first sighting passes the limit, asks the hook to stop it. The
- * owning threads never wait for the watchdog; it takes a sandbox's hook_lock
- * only to arm the hook.
+ * next tick has run for at least one interval. Once the CPU it used since
+ * the first sighting passes cpu_limit_ms, the watchdog arms the hook to fire
+ * at the next instruction and stop the call. A plugin with an
+ * instruction_limit has the hook armed at the second sighting, to count its
+ * instructions from then on. The owning threads never wait for the
+ * watchdog; it takes a sandbox's hook_lock only to arm the hook.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,10 +33,19 @@ uint64_t sandbox_thread_cpu_ns(clockid_t clock)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static void arm(sandbox *sb, uint64_t seq, int count)
+{
+  pthread_mutex_lock(&sb->hook_lock);
+  if (sb->L && atomic_load(&sb->in_call) && atomic_load(&sb->call_seq) == seq) {
+    lua_sethook(sb->L, sandbox_hook, LUA_MASKCOUNT, count);
+    atomic_store(&sb->hook_armed, true);
+  }
+  pthread_mutex_unlock(&sb->hook_lock);
+}
+
 static void watch(sandbox *sb)
 {
   uint64_t seq, used;
-  bool over;
 
   if (!atomic_load_explicit(&sb->in_call, memory_order_acquire)) {
     sb->wd_seen_seq = 0;
@@ -49,17 +59,15 @@ static void watch(sandbox *sb)
   }
   used = sandbox_thread_cpu_ns(sb->owner_clock) - sb->wd_cpu_start;
   atomic_store(&sb->cpu_used_ns, used);
-  over = sb->limits.cpu_limit_ms &&
-         used >= (uint64_t)sb->limits.cpu_limit_ms * 1000000u;
-  if (over) atomic_store_explicit(&sb->stop_seq, seq, memory_order_release);
-  if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed)) return;
-  pthread_mutex_lock(&sb->hook_lock);
-  if (sb->L && atomic_load(&sb->in_call) &&
-      atomic_load(&sb->call_seq) == seq && !atomic_load(&sb->hook_armed)) {
-    lua_sethook(sb->L, sandbox_hook, LUA_MASKCOUNT, SANDBOX_HOOK_STEP);
-    atomic_store(&sb->hook_armed, true);
+  if (sb->limits.cpu_limit_ms &&
+      used >= sb->limits.cpu_limit_ms * 1000000u) {
+    /* Stop now: the hook fires at the next instruction. */
+    atomic_store_explicit(&sb->stop_seq, seq, memory_order_release);
+    arm(sb, seq, 1);
+  } else if (sb->limits.instruction_limit &&
+             !atomic_load_explicit(&sb->hook_armed, memory_order_relaxed)) {
+    arm(sb, seq, SANDBOX_HOOK_STEP);  /* start counting instructions */
   }
-  pthread_mutex_unlock(&sb->hook_lock);
 }
 
 static void *watchdog_main(void *arg)

@@ -59,7 +59,7 @@ describe("examples/sandbox-limits.lua", function()
     end
     assert.are.equal(3, #dead)
     assert.are.equal("LOOP forever", dead[1].payload)
-    assert.matches("^instruction limit exceeded: limit 1000000", dead[1].reason)
+    assert.matches("^cpu limit exceeded: limit 100 ms, used [%d.]+ ms", dead[1].reason)
     assert.matches("misbehaving.lua:10$", dead[1].reason)
     assert.are.equal("HOG all memory", dead[2].payload)
     assert.matches("^memory limit exceeded: limit 33554432 bytes", dead[2].reason)
