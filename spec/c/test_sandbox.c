@@ -22,11 +22,15 @@ static void on_log(void *ud, const char *line)
   log_lines++;
 }
 
+static const char *written[32];
+static size_t nwritten;
+
 static const char *write_plugin(const char *name, const char *src)
 {
   static char path[512];
   FILE *f;
 
+  if (nwritten < sizeof written / sizeof *written) written[nwritten++] = name;
   snprintf(path, sizeof path, "%s/%s", dir, name);
   f = fopen(path, "w");
   fputs(src, f);
@@ -113,6 +117,16 @@ static void test_decoder_api(void)
   CHECK(decode(sb, "bad", &res) == SANDBOX_REJECTED);
   CHECK_CONTAINS(res.reason, "not a greeting");
   CHECK(batch.len == 0);
+  sandbox_destroy(sb);
+
+  sb = decoder("print.lua",
+    "function process_message(rec) print('got', rec, 42) end\n", NULL);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  log_lines = 0;
+  CHECK(decode(sb, "x", &res) == SANDBOX_OK);
+  CHECK(log_lines == 1);
+  CHECK(strcmp(last_log, "sandbox \"print.lua\" print: got\tx\t42") == 0);
   sandbox_destroy(sb);
 }
 
@@ -415,6 +429,11 @@ int main(void)
   test_bad_plugins();
   sandbox_watchdog_stop(wd);
   msg_batch_free(&batch);
-  (void)log_lines;
+  for (size_t i = 0; i < nwritten; i++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, written[i]);
+    unlink(path);
+  }
+  rmdir(dir);
   return check_summary();
 }

@@ -123,4 +123,25 @@ wait $pid
     assert.matches("SIGHUP: reopening output files", run.read(dir .. "/stderr"))
     run.cleanup(dir)
   end)
+
+  it("stops cleanly on SIGTERM, writing out what it has", function()
+    local dir = run.tmpdir()
+    run.write(dir .. "/config.lua", [[
+stdin = { type = "stdin_input" }
+out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
+]])
+    local status = sh(string.format([[
+cd %s && mkfifo in && { %s -c config.lua < in 2> stderr & pid=$!; }
+exec 3> in
+echo one >&3
+for i in $(seq 100); do grep -q one out.log 2>/dev/null && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid
+]], run.quote(dir), run.quote(run.bin)))
+    assert.are.equal(0, status)
+    assert.are.equal("one\n", run.read(dir .. "/out.log"))
+    assert.matches("SIGTERM: stopping", run.read(dir .. "/stderr"))
+    assert.matches("input 'stdin': 1 records", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
 end)
