@@ -26,7 +26,7 @@ describe("lumberjit command line", function()
   end)
 end)
 
-describe("lumberjit --check", function()
+describe("configuration files (checked with --check)", function()
   it("accepts a valid file", function()
     local r = check([[
 stdin = { type = "stdin_input", decoder = "d" }
@@ -133,5 +133,36 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
 ]], {["d.lua"] = "function process_message(\n"})
     assert.are.equal(1, r.status)
     assert.matches("decoder 'd': .*d.lua:2:", r.stderr)
+  end)
+
+  it("hands a plugin its settings, nested tables and odd strings intact", function()
+    local r = run.lumberjit{
+      config = [==[
+stdin = { type = "stdin_input", decoder = "d" }
+d = {
+  type = "decoder",
+  filename = "d.lua",
+  text = "quote \" backslash \\ newline \n tab \t nul \0 end",
+  list = { "a", "b", { deep = true } },
+  number = 0.1,
+  big = 2^53,
+}
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]==],
+      files = {["d.lua"] = [[
+local t = read_config("text")
+local list = read_config("list")
+function process_message()
+  inject_message({Payload = string.format("%s|%s|%s|%s|%s|%.17g|%s|%s", t, list[1], list[2],
+    tostring(list[3].deep), read_config("type"), read_config("number"),
+    string.format("%.0f", read_config("big")), tostring(read_config("missing")))})
+end
+]]},
+      input = "x\n",
+    }
+    assert.are.equal(0, r.status)
+    assert.are.equal('quote " backslash \\ newline \n tab \t nul \0 end' ..
+      "|a|b|true|decoder|0.10000000000000001|9007199254740992|nil\n", r.stdout)
+    run.cleanup(r.dir)
   end)
 end)
