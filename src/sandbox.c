@@ -343,25 +343,30 @@ static void recover(sandbox *sb, const sandbox_result *res)
            sb->limits.max_failures);
 }
 
+/* Fails the call that just ended: reports it, then rebuilds or stops. */
+static void fail_call(sandbox *sb, sandbox_limit limit, sandbox_result *res)
+{
+  res->status = SANDBOX_FAILED;
+  res->limit = limit;
+  describe_failure(sb, limit, res);
+  lua_settop(sb->L, SLOT_ENTRY);
+  recover(sb, res);
+}
+
 /* Runs process_message with `nargs` arguments already pushed above the
  * entry slot; on success leaves its two results on the stack. */
 static bool run_entry(sandbox *sb, int nargs, sandbox_result *res)
 {
-  lua_State *L = sb->L;
   int rc;
   sandbox_limit limit;
 
   begin_call(sb);
-  rc = lua_pcall(L, nargs, 2, SLOT_ERRFUNC);
+  rc = lua_pcall(sb->L, nargs, 2, SLOT_ERRFUNC);
   end_call(sb);
   sb->stats.calls++;
   limit = call_broken(sb);
   if (rc == 0 && limit == SANDBOX_LIMIT_NONE) return true;
-  res->status = SANDBOX_FAILED;
-  res->limit = limit;
-  describe_failure(sb, limit, res);
-  lua_settop(L, SLOT_ENTRY);
-  recover(sb, res);
+  fail_call(sb, limit, res);
   return false;
 }
 
@@ -434,6 +439,24 @@ void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
   sb->origin = NULL;
 }
 
+/* Appends the string an encoder returned, within the output limit. */
+static void append_returned(sandbox *sb, buf *out, sandbox_result *res)
+{
+  size_t len;
+  const char *s = lua_tolstring(sb->L, -2, &len);
+
+  sb->emitted += len;
+  if (sb->limits.output_limit && sb->emitted > sb->limits.output_limit) {
+    snprintf(sb->broken_where, sizeof sb->broken_where,
+             "the return of process_message");
+    fail_call(sb, SANDBOX_LIMIT_OUTPUT, res);
+  } else if (!buf_append(out, s, len)) {
+    res->status = SANDBOX_REJECTED;
+    snprintf(res->reason, sizeof res->reason,
+             "out of memory appending %zu encoded bytes", len);
+  }
+}
+
 void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res)
 {
   size_t first = out->len;
@@ -448,23 +471,8 @@ void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res)
   lua_pushvalue(L, SLOT_ENTRY);
   if (run_entry(sb, 0, res)) {
     res->status = entry_status(sb, res);
-    if (res->status == SANDBOX_OK && lua_type(L, -2) == LUA_TSTRING) {
-      size_t len;
-      const char *s = lua_tolstring(L, -2, &len);
-      sb->emitted += len;
-      if (sb->limits.output_limit && sb->emitted > sb->limits.output_limit) {
-        snprintf(sb->broken_where, sizeof sb->broken_where,
-                 "return of process_message");
-        res->status = SANDBOX_FAILED;
-        res->limit = SANDBOX_LIMIT_OUTPUT;
-        describe_failure(sb, SANDBOX_LIMIT_OUTPUT, res);
-        lua_settop(L, SLOT_ENTRY);
-        recover(sb, res);
-      } else if (!buf_append(out, s, len)) {
-        res->status = SANDBOX_FAILED;
-        snprintf(res->reason, sizeof res->reason, "out of memory");
-      }
-    }
+    if (res->status == SANDBOX_OK && lua_type(L, -2) == LUA_TSTRING)
+      append_returned(sb, out, res);
     if (res->status != SANDBOX_FAILED) {
       sb->failures_in_row = 0;
       lua_settop(L, SLOT_ENTRY);

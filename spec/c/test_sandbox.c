@@ -174,6 +174,19 @@ static void test_encoder_api(void)
   sandbox_encode(sb, &m, &out, &res);
   CHECK(res.status == SANDBOX_REJECTED && out.len == 0);
   CHECK_CONTAINS(res.reason, "no thanks");
+  sandbox_destroy(sb);
+
+  /* A returned string counts against the output limit too. */
+  sb = make(SANDBOX_ENCODER, "bigenc.lua",
+    "function process_message() return string.rep('x', 100000) end\n",
+    NULL, err, sizeof err);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  sandbox_encode(sb, &m, &out, &res);
+  CHECK(res.status == SANDBOX_FAILED && res.limit == SANDBOX_LIMIT_OUTPUT);
+  CHECK(out.len == 0);
+  CHECK_CONTAINS(res.reason, "output limit exceeded: limit 65536 bytes, "
+                 "emitted 100000, at the return of process_message");
   msg_free(&m);
   buf_free(&out);
   sandbox_destroy(sb);
