@@ -2,7 +2,8 @@
 -- encoder, each on its own, on W3's line (and the decoder on an
 -- RSYSLOG_FileFormat line, whose timestamps differ on every line). Not a test.
 --
---   luajit bench/lua/decode_encode.lua [iterations]     (from the repo root)
+--   luajit bench/lua/decode_encode.lua [iterations]     (from the repo root;
+--   Debian's luajit package: apt-get install luajit)
 --
 -- The plugins run in plugin_harness's environment, with inject_message
 -- keeping the message without copying it and, for the encoder,
