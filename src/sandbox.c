@@ -293,7 +293,10 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     snprintf(err, errlen, "%s: loading failed: %s", sb->filename, res.reason);
     goto fail;
   }
-  lua_getglobal(L, "process_message");
+  /* Raw: a metatable the plugin put on its globals must not run here,
+   * outside any limit. */
+  lua_pushliteral(L, "process_message");
+  lua_rawget(L, LUA_GLOBALSINDEX);
   if (!lua_isfunction(L, -1)) {
     snprintf(err, errlen, "%s does not define the function process_message",
              sb->filename);

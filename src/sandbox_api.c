@@ -135,7 +135,6 @@ static void set_value(lua_State *L, sandbox *sb, msg *m, msg_value_type type,
     v->b = lua_toboolean(L, idx);
     break;
   }
-  sandbox_count_output(L, sb, 8);
   return;
 mismatch:
   luaL_error(L, "inject_message: field '%s' mixes value types", name);
@@ -186,6 +185,9 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
   } else if (!typed) {
     type = value_type_of(L, val, name);
   }
+  /* 8 bytes a value, counted before the values are allocated; strings
+   * count their length on top as they are stored. */
+  sandbox_count_output(L, sb, (size_t)count * 8);
   f = msg_add_field(m, name, name_len, type, count);
   check_mem(L, f != NULL);
   field = (uint32_t)(f - m->fields);

@@ -230,6 +230,7 @@ static const char runaway_src[] =
   "  if rec == 'bigpcall' then for i = 1, 100 do pcall(inject_message, {Payload = string.rep('z', 1e4)}) end end\n"
   "  if rec == 'err' then error('boom') end\n"
   "  if rec == 'fine' then inject_message({Payload = rec}) end\n"
+  "  if rec == 'wide' then local t = {} for i = 1, 2e5 do t[i] = i end inject_message({Fields = {n = t}}) end\n"
   "end\n";
 
 static void test_cpu_limit(void)
@@ -295,6 +296,8 @@ static void test_memory_and_output_limits(void)
   CHECK_CONTAINS(last_log, "mem.lua:13");
   expect_stopped(sb, "bigpcall", SANDBOX_LIMIT_OUTPUT, "mem.lua:14");
   expect_stopped(sb, "err", SANDBOX_LIMIT_NONE, "mem.lua:15: boom");
+  expect_stopped(sb, "wide", SANDBOX_LIMIT_OUTPUT,
+                 "output limit exceeded: limit 65536 bytes, emitted 1600001");
   sandbox_destroy(sb);
 }
 
@@ -411,6 +414,9 @@ static void test_bad_plugins(void)
   sandbox_limits l;
 
   CHECK(make(SANDBOX_DECODER, "noentry.lua", "x = 1\n", NULL, err, sizeof err) == NULL);
+  CHECK_CONTAINS(err, "does not define the function process_message");
+  CHECK(make(SANDBOX_DECODER, "trap.lua", "setmetatable(_G, {__index = "
+             "function() while true do end end})\n", NULL, err, sizeof err) == NULL);
   CHECK_CONTAINS(err, "does not define the function process_message");
   CHECK(make(SANDBOX_DECODER, "syntax.lua", "function (\n", NULL, err, sizeof err) == NULL);
   CHECK_CONTAINS(err, "syntax.lua:1:");
