@@ -163,10 +163,12 @@ static void begin_call(sandbox *sb)
     disarm_hook(sb);
   atomic_store_explicit(&sb->call_seq, seq + 1, memory_order_relaxed);
   atomic_store_explicit(&sb->in_call, true, memory_order_release);
+  sb->mem.enforce = true;
 }
 
 static void end_call(sandbox *sb)
 {
+  sb->mem.enforce = false;
   atomic_store_explicit(&sb->in_call, false, memory_order_release);
   if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed))
     disarm_hook(sb);

@@ -6,6 +6,12 @@
  * full GC. The refused size is remembered so the call fails as a memory
  * limit even when the script catches the error. LuaJIT may pass ptr NULL
  * with a non-zero osize (a type tag, not a size): that counts as 0.
+ *
+ * The limit is enforced only inside protected calls: an error raised while
+ * the runtime itself pushes a record or reads a result would have no pcall
+ * to land in and would abort the process. Those allocations are bounded (a
+ * record is at most input_limit bytes); an overrun they leave fails the
+ * next call.
  */
 #include <stdlib.h>
 
@@ -22,7 +28,8 @@ void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     mem->used -= osize;
     return NULL;
   }
-  if (mem->limit && nsize > osize && mem->used - osize + nsize > mem->limit) {
+  if (mem->enforce && mem->limit && nsize > osize &&
+      mem->used - osize + nsize > mem->limit) {
     mem->refused_size = nsize;
     return NULL;
   }

@@ -22,6 +22,7 @@
 typedef struct {
   size_t used, peak, limit;
   size_t refused_size; /* the request refused in this call, 0 if none */
+  bool enforce;        /* in a protected call: the limit applies */
 } sandbox_mem;
 
 struct sandbox {

@@ -301,6 +301,37 @@ static void test_memory_and_output_limits(void)
   sandbox_destroy(sb);
 }
 
+/* A state at its memory limit still takes records: the runtime's own push
+ * of the record cannot raise an error outside a protected call. */
+static void test_memory_full_between_calls(void)
+{
+  sandbox_limits l;
+  sandbox_result res;
+  static char rec[60000];
+  int failed = 0;
+  sandbox *sb;
+
+  sandbox_limits_default(&l);
+  l.memory_limit = 1u << 20;
+  l.max_failures = 1000;
+  sb = decoder("keep.lua",
+    "kept = {}\n"
+    "function process_message(rec) kept[#kept + 1] = rec end\n", &l);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  memset(rec, 'k', sizeof rec - 1);
+  for (int i = 0; i < 100; i++) {
+    rec[0] = (char)('A' + i % 26); /* distinct strings: none is interned twice */
+    rec[1] = (char)('A' + i / 26);
+    if (decode(sb, rec, &res) == SANDBOX_FAILED) {
+      failed++;
+      CHECK(res.limit == SANDBOX_LIMIT_MEMORY);
+    }
+  }
+  CHECK(failed >= 1);
+  sandbox_destroy(sb);
+}
+
 static void test_input_limit(void)
 {
   sandbox_limits l;
@@ -442,6 +473,7 @@ int main(void)
   test_cpu_limit();
   test_instruction_limit();
   test_memory_and_output_limits();
+  test_memory_full_between_calls();
   test_input_limit();
   test_stop_after_failures();
   test_escapes();
