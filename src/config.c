@@ -149,10 +149,12 @@ static int key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
               c->type_name, key, what);
 }
 
-/* Pushes t[key]; returns its Lua type. */
+/* Pushes t[key] without metamethods (a config's metatable must not run
+ * outside the protected evaluation); returns its Lua type. */
 static int get_key(lua_State *L, const char *key)
 {
-  lua_getfield(L, -1, key);
+  lua_pushstring(L, key);
+  lua_rawget(L, -2);
   return lua_type(L, -1);
 }
 
@@ -659,7 +661,7 @@ static int read_file_globals(loader *ld, config *cfg, int base_table)
       lua_pop(L, 1);
       continue;
     }
-    lua_getfield(L, -1, "type");
+    get_key(L, "type");
     if (lua_type(L, -1) == LUA_TSTRING)
       for (ti = plugin_types; ti->name; ti++)
         if (strcmp(ti->name, lua_tostring(L, -1)) == 0) break;

@@ -123,6 +123,12 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     local r = check("while true do end\n")
     assert.are.equal(1, r.status)
     assert.matches("runs too long", r.stderr)
+    -- Reading the tables after the run uses no metamethods.
+    r = check([[
+stdin = setmetatable({ type = "stdin_input" }, { __index = function() error("boom") end })
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.are.equal(0, r.status)
   end)
 
   it("reports a plugin that does not load", function()
