@@ -63,6 +63,32 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
   end)
 end)
 
+describe("bundled plugins", function()
+  it("line decoder and payload encoder pass lines through, stamped and typed", function()
+    local r = run.lumberjit{
+      config = [[
+stdin = { type = "stdin_input", decoder = "line" }
+line = { type = "decoder", filename = "decoders/line.lua", message_type = "app", hostname = "h1" }
+payload = { type = "encoder", filename = "encoders/payload.lua" }
+json = { type = "encoder", filename = "encoders/json.lua" }
+raw = { type = "file_output", path = "raw.log", encoder = "payload",
+        message_matcher = "Type == 'app' && Hostname == 'h1'" }
+doc = { type = "file_output", path = "doc.log", encoder = "json", message_matcher = "TRUE" }
+]],
+      input = "plain text\n\ttabbed \"quoted\"\n",
+    }
+    assert.are.equal(0, r.status)
+    assert.are.equal("plain text\n\ttabbed \"quoted\"\n", run.read(r.dir .. "/raw.log"))
+    local docs = run.lines(run.read(r.dir .. "/doc.log"))
+    local second = cjson.decode(docs[2])
+    assert.are.equal('\ttabbed "quoted"', second.message)
+    assert.are.equal("app", second.type)
+    assert.are.equal("h1", second.host)
+    assert.matches("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$", second["@timestamp"])
+    run.cleanup(r.dir)
+  end)
+end)
+
 describe("routing and outputs", function()
   it("sends each message to every output whose matcher it matches", function()
     local r = run.lumberjit{
