@@ -1,37 +1,37 @@
 /*
- * check.h - the few macros our C unit tests share. Each test program ends
- * with check_summary(), which prints "N passed, N failed" and gives the
- * exit status.
+ * check.h - what our C unit tests share. A failed check prints its
+ * file:line and what failed; each test program ends with check_summary(),
+ * which prints "N passed, N failed" and gives the exit status.
  */
 #ifndef LUMBERJIT_CHECK_H
 #define LUMBERJIT_CHECK_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 static int check_passed, check_failed;
 
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (cond) {                                                            \
-      check_passed++;                                                      \
-    } else {                                                               \
-      check_failed++;                                                      \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,     \
-              #cond);                                                      \
-    }                                                                      \
-  } while (0)
+static inline void check_at(bool ok, const char *file, int line,
+                            const char *what)
+{
+  if (ok) {
+    check_passed++;
+  } else {
+    check_failed++;
+    fprintf(stderr, "%s:%d: check failed: %s\n", file, line, what);
+  }
+}
+
+#define CHECK(cond) check_at((cond), __FILE__, __LINE__, #cond)
 
 #define CHECK_CONTAINS(haystack, needle)                                   \
   do {                                                                     \
     const char *h_ = (haystack);                                           \
-    if (h_ && strstr(h_, (needle))) {                                      \
-      check_passed++;                                                      \
-    } else {                                                               \
-      check_failed++;                                                      \
-      fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, \
-              __LINE__, h_ ? h_ : "(null)", (needle));                     \
-    }                                                                      \
+    char what_[4096];                                                      \
+    snprintf(what_, sizeof what_, "\"%.3000s\" does not contain \"%s\"",   \
+             h_ ? h_ : "(null)", (needle));                                \
+    check_at(h_ && strstr(h_, (needle)), __FILE__, __LINE__, what_);       \
   } while (0)
 
 static inline int check_summary(void)

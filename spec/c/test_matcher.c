@@ -4,6 +4,7 @@
  * regexes, exact number comparison, and each compile error with its column.
  * Prints each failure as file:line and "N passed, N failed" last.
  */
+#include "check.h"
 #include "matcher.h"
 #include "message.h"
 
@@ -12,20 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed, failed;
-
-static void check(bool ok, const char *file, int line, const char *what)
-{
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    printf("%s:%d: FAIL %s\n", file, line, what);
-  }
-}
-
-#define CHECK(cond) check((cond), __FILE__, __LINE__, #cond)
 
 /* Compiles expr, evaluates it on m and compares with `want`. */
 static void expect_eval(const msg *m, const char *expr, bool want,
@@ -36,11 +23,11 @@ static void expect_eval(const msg *m, const char *expr, bool want,
 
   if (!mt) {
     snprintf(what, sizeof what, "%s: did not compile: %s", expr, err);
-    check(false, file, line, what);
+    check_at(false, file, line, what);
     return;
   }
   snprintf(what, sizeof what, "%s: expected %s", expr, want ? "a match" : "no match");
-  check(matcher_eval(mt, m) == want, file, line, what);
+  check_at(matcher_eval(mt, m) == want, file, line, what);
   matcher_free(mt);
 }
 
@@ -59,7 +46,7 @@ static void expect_error(const char *expr, const char *want, bool prefix_only,
 
   snprintf(what, sizeof what, "%.200s: expected error \"%s\", got %s%s%s",
            expr, want, mt ? "a matcher" : "\"", mt ? "" : err, mt ? "" : "\"");
-  check(ok, file, line, what);
+  check_at(ok, file, line, what);
   matcher_free(mt);
 }
 
@@ -674,6 +661,5 @@ int main(void)
   test_limits();
   msg_free(&sample);
 
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_summary();
 }
