@@ -122,18 +122,26 @@ end
     run.cleanup(r.dir)
   end)
 
-  it("reopens its file on SIGHUP", function()
-    local dir = run.tmpdir()
+  -- Runs lumberjit in dir with a FIFO as stdin that the shell script
+  -- `steps` writes to through fd 3 (wait_for polls for a condition); the
+  -- config copies stdin to out.log. Returns the exit status of the steps.
+  local function with_fifo(dir, steps)
     run.write(dir .. "/config.lua", [[
 stdin = { type = "stdin_input" }
 out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
 ]])
-    -- Feed one line, wait until it is written, rotate the file, signal, wait
-    -- for the new file, feed another line.
-    local status = sh(string.format([[
+    return sh(string.format([[
 cd %s && mkfifo in && { %s -c config.lua < in 2> stderr & pid=$!; }
 exec 3> in
 wait_for() { for i in $(seq 100); do eval "$1" && return 0; sleep 0.05; done; return 1; }
+]], run.quote(dir), run.quote(run.bin)) .. steps)
+  end
+
+  it("reopens its file on SIGHUP", function()
+    local dir = run.tmpdir()
+    -- Feed one line, wait until it is written, rotate the file, signal, wait
+    -- for the new file, feed another line.
+    local status = with_fifo(dir, [[
 echo before >&3
 wait_for 'grep -q before out.log 2>/dev/null'
 mv out.log out.log.1
@@ -142,7 +150,7 @@ wait_for '[ -e out.log ]'
 echo after >&3
 exec 3>&-
 wait $pid
-]], run.quote(dir), run.quote(run.bin)))
+]])
     assert.are.equal(0, status)
     assert.are.equal("before\n", run.read(dir .. "/out.log.1"))
     assert.are.equal("after\n", run.read(dir .. "/out.log"))
@@ -152,18 +160,12 @@ wait $pid
 
   it("stops cleanly on SIGTERM, writing out what it has", function()
     local dir = run.tmpdir()
-    run.write(dir .. "/config.lua", [[
-stdin = { type = "stdin_input" }
-out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
-]])
-    local status = sh(string.format([[
-cd %s && mkfifo in && { %s -c config.lua < in 2> stderr & pid=$!; }
-exec 3> in
+    local status = with_fifo(dir, [[
 echo one >&3
-for i in $(seq 100); do grep -q one out.log 2>/dev/null && break; sleep 0.05; done
+wait_for 'grep -q one out.log 2>/dev/null'
 kill -TERM $pid
 wait $pid
-]], run.quote(dir), run.quote(run.bin)))
+]])
     assert.are.equal(0, status)
     assert.are.equal("one\n", run.read(dir .. "/out.log"))
     assert.matches("SIGTERM: stopping", run.read(dir .. "/stderr"))
