@@ -43,7 +43,9 @@ static size_t utf8_len(const unsigned char *s, size_t avail)
   return n;
 }
 
-bool dead_letter_json_string(buf *b, const char *s, size_t len)
+/* Appends s as a JSON string (with quotes); false, appending nothing, when
+ * s is not valid UTF-8. */
+static bool json_string(buf *b, const char *s, size_t len)
 {
   const unsigned char *u = (const unsigned char *)s;
   size_t start = b->len;
@@ -116,18 +118,18 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
   append_str(b, "\",\"stage\":\"");
   append_str(b, stage);
   append_str(b, "\",\"plugin\":");
-  if (!dead_letter_json_string(b, plugin, strlen(plugin))) append_str(b, "null");
+  if (!json_string(b, plugin, strlen(plugin))) append_str(b, "null");
   append_str(b, ",\"reason\":");
-  if (!dead_letter_json_string(b, reason, strlen(reason)))
+  if (!json_string(b, reason, strlen(reason)))
     append_base64(b, (const unsigned char *)reason, strlen(reason));
   append_str(b, ",\"input\":");
-  if (!o->input || !dead_letter_json_string(b, o->input, strlen(o->input)))
+  if (!o->input || !json_string(b, o->input, strlen(o->input)))
     append_str(b, "null");
   append_str(b, o->is_offset ? ",\"offset\":" : ",\"record\":");
   snprintf(num, sizeof num, "%" PRIu64, o->position);
   append_str(b, num);
   append_str(b, ",\"payload\":");
-  if (!dead_letter_json_string(b, o->bytes ? o->bytes : "", o->len)) {
+  if (!json_string(b, o->bytes ? o->bytes : "", o->len)) {
     b->len -= strlen("\"payload\":");
     append_str(b, "\"payload_base64\":");
     append_base64(b, (const unsigned char *)o->bytes, o->len);

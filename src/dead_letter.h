@@ -32,7 +32,4 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
                        const char *reason, const msg_origin *origin);
 void dead_letter_close(dead_letter *dl);
 
-/* Appends s as a JSON string (with quotes); false when s is not UTF-8. */
-bool dead_letter_json_string(buf *b, const char *s, size_t len);
-
 #endif

@@ -553,8 +553,3 @@ void sandbox_get_stats(const sandbox *sb, sandbox_stats *out)
   *out = sb->stats;
   out->memory_peak = sb->mem.peak;
 }
-
-const char *sandbox_name(const sandbox *sb)
-{
-  return sb->name;
-}

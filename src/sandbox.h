@@ -130,7 +130,6 @@ void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res);
 
 bool sandbox_is_stopped(const sandbox *sb);
 void sandbox_get_stats(const sandbox *sb, sandbox_stats *out);
-const char *sandbox_name(const sandbox *sb);
 const char *sandbox_limit_name(sandbox_limit l);
 
 #endif

@@ -90,6 +90,5 @@ static inline sandbox *sandbox_of(lua_State *L)
 /* sandbox_watchdog.c */
 void sandbox_watchdog_add(sandbox_watchdog *wd, sandbox *sb);
 void sandbox_watchdog_remove(sandbox_watchdog *wd, sandbox *sb);
-uint64_t sandbox_thread_cpu_ns(clockid_t clock);
 
 #endif

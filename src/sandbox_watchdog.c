@@ -26,7 +26,7 @@ struct sandbox_watchdog {
   unsigned interval_ms;
 };
 
-uint64_t sandbox_thread_cpu_ns(clockid_t clock)
+static uint64_t thread_cpu_ns(clockid_t clock)
 {
   struct timespec ts;
   if (clock_gettime(clock, &ts) != 0) return 0;
@@ -54,10 +54,10 @@ static void watch(sandbox *sb)
   seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
   if (seq != sb->wd_seen_seq) {
     sb->wd_seen_seq = seq;
-    sb->wd_cpu_start = sandbox_thread_cpu_ns(sb->owner_clock);
+    sb->wd_cpu_start = thread_cpu_ns(sb->owner_clock);
     return;
   }
-  used = sandbox_thread_cpu_ns(sb->owner_clock) - sb->wd_cpu_start;
+  used = thread_cpu_ns(sb->owner_clock) - sb->wd_cpu_start;
   atomic_store(&sb->cpu_used_ns, used);
   if (sb->limits.cpu_limit_ms &&
       used >= sb->limits.cpu_limit_ms * 1000000u) {
