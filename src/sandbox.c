@@ -273,7 +273,7 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     snprintf(err, errlen, "bad settings: %s", lua_tostring(L, -1));
     goto fail;
   }
-  lua_setfield(L, LUA_REGISTRYINDEX, "lumberjit.settings");
+  lua_setfield(L, LUA_REGISTRYINDEX, SANDBOX_SETTINGS_KEY);
 
   src = sandbox_read_file(sb->filename, MAX_PLUGIN_SIZE, &len, err, errlen);
   if (!src) goto fail;

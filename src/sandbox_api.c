@@ -18,7 +18,7 @@
 static int api_read_config(lua_State *L)
 {
   luaL_checkstring(L, 1);
-  lua_getfield(L, LUA_REGISTRYINDEX, "lumberjit.settings");
+  lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_SETTINGS_KEY);
   lua_pushvalue(L, 1);
   lua_rawget(L, -2);
   return 1;
@@ -51,6 +51,22 @@ static lua_Number header_number(lua_State *L, const char *key)
     luaL_error(L, "inject_message: %s must be a number, not a %s", key,
                luaL_typename(L, -1));
   return lua_tonumber(L, -1);
+}
+
+/* Severity and Pid: converting an out-of-range double is undefined. */
+static int32_t header_int32(lua_State *L, const char *key)
+{
+  lua_Number n = header_number(L, key);
+  if (!(n >= INT32_MIN && n <= INT32_MAX))
+    luaL_error(L, "inject_message: %s is out of range", key);
+  return (int32_t)n;
+}
+
+/* Timestamps and INTEGER values: int64, and doubles past +-2^63 do not
+ * convert. */
+static bool fits_int64(lua_Number n)
+{
+  return n > -9.2233720368547758e18 && n < 9.2233720368547758e18;
 }
 
 static int hexval(int c)
@@ -124,6 +140,8 @@ static void set_value(lua_State *L, sandbox *sb, msg *m, msg_value_type type,
   }
   case MSG_INTEGER:
     if (lua_type(L, idx) != LUA_TNUMBER) goto mismatch;
+    if (!fits_int64(lua_tonumber(L, idx)))
+      luaL_error(L, "inject_message: field '%s' is out of the integer range", name);
     v->i = (int64_t)lua_tonumber(L, idx);
     break;
   case MSG_DOUBLE:
@@ -233,17 +251,17 @@ static void set_header(lua_State *L, sandbox *sb, msg *m, const char *key,
   switch (msg_header_by_name(key, len)) {
   case MSG_H_TIMESTAMP: {
     lua_Number ns = header_number(L, "Timestamp");
-    if (!(ns > -9.2e18 && ns < 9.2e18))
-      luaL_error(L, "inject_message: Timestamp out of range");
+    if (!fits_int64(ns) || (int64_t)ns == INT64_MIN)
+      luaL_error(L, "inject_message: Timestamp is out of range");
     m->timestamp = (int64_t)ns;
     break;
   }
   case MSG_H_SEVERITY:
-    m->severity = (int32_t)header_number(L, "Severity");
+    m->severity = header_int32(L, "Severity");
     m->has_severity = true;
     break;
   case MSG_H_PID:
-    m->pid = (int32_t)header_number(L, "Pid");
+    m->pid = header_int32(L, "Pid");
     m->has_pid = true;
     break;
   case MSG_H_TYPE: store_header_string(L, sb, m, &m->type, "Type"); return;

@@ -19,6 +19,9 @@
 
 #include "sandbox.h"
 
+/* The registry field holding the table read_config reads. */
+#define SANDBOX_SETTINGS_KEY "lumberjit.settings"
+
 typedef struct {
   size_t used, peak, limit;
   size_t refused_size; /* the request refused in this call, 0 if none */

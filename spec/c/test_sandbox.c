@@ -119,6 +119,34 @@ static void test_decoder_api(void)
   CHECK(batch.len == 0);
   sandbox_destroy(sb);
 
+  /* Values a C message cannot hold are errors, not undefined conversions. */
+  sb = decoder("range.lua",
+    "function process_message(rec) inject_message(assert(loadstring('return ' .. rec))()) end\n",
+    NULL);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  CHECK(decode(sb, "{Severity = 1e20}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "Severity is out of range");
+  CHECK(decode(sb, "{Pid = -1/0}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "Pid is out of range");
+  CHECK(decode(sb, "{Timestamp = 0/0}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "Timestamp is out of range");
+  CHECK(decode(sb, "{Fields = {n = {value = 1e19, value_type = 2}}}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "field 'n' is out of the integer range");
+  CHECK(decode(sb, "{Fields = {n = {value = 1, value_type = 9}}}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "field 'n' has an unknown value_type");
+  CHECK(decode(sb, "{Colour = 'red'}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "unknown key 'Colour'");
+  CHECK(decode(sb, "{Payload = 5}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "Payload must be a string, not a number");
+  CHECK(decode(sb, "{Fields = {t = {1, 'a'}}}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "field 't' mixes value types");
+  CHECK(decode(sb, "{Uuid = '0123456789abcdef0123456789abcdef0123'}", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "Uuid must be 16 bytes or 36 characters");
+  CHECK(decode(sb, "{Uuid = '01234567-89ab-cdef-0123-456789abcdef', Payload = 'u'}", &res) == SANDBOX_OK);
+  CHECK(batch.len == 1 && batch.msgs[0].has_uuid && batch.msgs[0].uuid[15] == 0xef);
+  sandbox_destroy(sb);
+
   sb = decoder("print.lua",
     "function process_message(rec) print('got', rec, 42) end\n", NULL);
   CHECK(sb != NULL);
