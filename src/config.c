@@ -186,7 +186,7 @@ static int read_count(plugin_ctx *c, const char *key, double max,
 
   if (t == LUA_TNUMBER) {
     double v = lua_tonumber(L, -1);
-    if (v < 0 || v > max || v != (double)(uint64_t)v)
+    if (!(v >= 0 && v <= max) || v != (double)(uint64_t)v) /* NaN too */
       rc = key_fail(c, key, "must be a whole number from 0 to %.0f", max);
     else
       *out = (uint64_t)v;
