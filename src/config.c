@@ -736,7 +736,7 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   memset(cfg, 0, sizeof *cfg);
   cfg->file = strdup(path);
   cfg->dead_letter_path = strdup("dead-letter.log");
-  cfg->watchdog_interval_ms = 1;
+  cfg->watchdog_interval_ms = 10;
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
   f = fopen(path, "rb");

@@ -276,11 +276,30 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
   return 0;
 }
 
+/* The watchdog thread runs only when some plugin has a CPU or instruction
+ * limit: with none, nothing wakes up every interval. */
+static int start_watchdog(const config *cfg, sandbox_watchdog **wd, char *err,
+                          size_t errlen)
+{
+  bool needed = false;
+
+  *wd = NULL;
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const sandbox_limits *l = &cfg->plugins[i].limits;
+    if ((cfg->plugins[i].role == PLUGIN_DECODER ||
+         cfg->plugins[i].role == PLUGIN_ENCODER) &&
+        (l->cpu_limit_ms || l->instruction_limit))
+      needed = true;
+  }
+  if (!needed) return 0;
+  *wd = sandbox_watchdog_start(cfg->watchdog_interval_ms, err, errlen);
+  return *wd ? 0 : -1;
+}
+
 pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
                           size_t errlen)
 {
   pipeline *pl = calloc(1, sizeof *pl);
-  char why[256];
 
   if (!pl) {
     snprintf(err, errlen, "out of memory");
@@ -291,9 +310,9 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   msg_init(&pl->plain);
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
-  pl->wd = sandbox_watchdog_start(cfg->watchdog_interval_ms, why, sizeof why);
-  if (!pl->inputs || !pl->outputs || !pl->wd) {
-    snprintf(err, errlen, "%s", pl->wd ? "out of memory" : why);
+  if (!pl->inputs || !pl->outputs ||
+      start_watchdog(cfg, &pl->wd, err, errlen) != 0) {
+    if (!pl->inputs || !pl->outputs) snprintf(err, errlen, "out of memory");
     pipeline_destroy(pl);
     return NULL;
   }
@@ -308,14 +327,9 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
 int pipeline_check(const config *cfg, char *err, size_t errlen)
 {
   pipeline pl = {.cfg = cfg};
-  char why[256];
   int rc = 0;
 
-  pl.wd = sandbox_watchdog_start(cfg->watchdog_interval_ms, why, sizeof why);
-  if (!pl.wd) {
-    snprintf(err, errlen, "%s", why);
-    return -1;
-  }
+  if (start_watchdog(cfg, &pl.wd, err, errlen) != 0) return -1;
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
     sandbox *sb;
