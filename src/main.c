@@ -64,7 +64,7 @@ int main(int argc, char **argv)
     if (status == 0)
       printf("%s: configuration OK (%zu plugins)\n", file, cfg.nplugins);
     else
-      fprintf(stderr, "lumberjit: %s: %s\n", file, err);
+      fprintf(stderr, "lumberjit: %s\n", err);
     config_free(&cfg);
     return status ? 1 : 0;
   }
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
   pl = pipeline_create(&cfg, uv_default_loop(), err, sizeof err);
   if (!pl) {
-    fprintf(stderr, "lumberjit: %s: %s\n", file, err);
+    fprintf(stderr, "lumberjit: %s\n", err);
     config_free(&cfg);
     return 1;
   }

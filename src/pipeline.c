@@ -200,7 +200,7 @@ static sandbox *make_sandbox(pipeline *pl, const config_plugin *p,
   char why[768];
   sandbox *sb = sandbox_create(&sc, pl->wd, why, sizeof why);
 
-  if (!sb) snprintf(err, errlen, "%s '%s': %s",
+  if (!sb) snprintf(err, errlen, "%s:%d: %s '%s': %s", pl->cfg->file, p->line,
                     kind == SANDBOX_DECODER ? "decoder" : "encoder", p->name, why);
   return sb;
 }
@@ -218,12 +218,14 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
     o->cfg = p;
     o->match = matcher_compile(p->message_matcher, why, sizeof why);
     if (!o->match) {
-      snprintf(err, errlen, "output '%s': message_matcher: %s", p->name, why);
+      snprintf(err, errlen, "%s:%d: output '%s': message_matcher: %s",
+               cfg->file, p->line, p->name, why);
       return -1;
     }
     if (output_open(&o->sink, p->type == OUTPUT_FILE ? p->path : NULL,
                     p->flush_bytes, why, sizeof why) != 0) {
-      snprintf(err, errlen, "output '%s': %s", p->name, why);
+      snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
+               p->name, why);
       return -1;
     }
     if (p->encoder) {
@@ -270,7 +272,7 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
       shared = &pl->outputs[i].sink;
   if (dead_letter_open(&pl->dl, pl->cfg->dead_letter_path, shared, why,
                        sizeof why) != 0) {
-    snprintf(err, errlen, "dead letter: %s", why);
+    snprintf(err, errlen, "%s: dead-letter path: %s", pl->cfg->file, why);
     return -1;
   }
   return 0;

@@ -184,7 +184,7 @@ static int sandbox_read_zoneinfo(lua_State *L)
   data = sandbox_read_file(path, MAX_ZONEINFO_SIZE, &len, err, sizeof err);
   if (!data) {
     lua_pushnil(L);
-    lua_pushfstring(L, "unknown time zone '%s' (%s)", name, err);
+    lua_pushstring(L, err);
     return 2;
   }
   lua_pushlstring(L, data, len);

@@ -138,7 +138,7 @@ d = { type = "decoder", filename = "d.lua" }
 out = { type = "stdout_output", message_matcher = "TRUE" }
 ]], {["d.lua"] = "function process_message(\n"})
     assert.are.equal(1, r.status)
-    assert.matches("decoder 'd': .*d.lua:2:", r.stderr)
+    assert.matches("config.lua:2: decoder 'd': .*d.lua:2:", r.stderr)
   end)
 
   it("hands a plugin its settings, nested tables and odd strings intact", function()

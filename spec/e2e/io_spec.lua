@@ -61,6 +61,18 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     assert.matches("input 'file': cannot open missing.log: No such file or directory", r.stderr)
     run.cleanup(r.dir)
   end)
+
+  it("fails clearly on an output file it cannot open", function()
+    local r = run.lumberjit{
+      config = [[
+stdin = { type = "stdin_input" }
+out = { type = "file_output", path = "no/such/dir/out.log", message_matcher = "TRUE" }
+]],
+    }
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: output 'out': cannot open no/such/dir/out.log for appending", r.stderr)
+    run.cleanup(r.dir)
+  end)
 end)
 
 describe("bundled plugins", function()
