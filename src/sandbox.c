@@ -266,8 +266,9 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
   pthread_mutex_lock(&sb->hook_lock);
   sb->L = L;
   pthread_mutex_unlock(&sb->hook_lock);
-  if (sandbox_env_open(L, err, errlen) != 0) goto fail;
-  sandbox_api_open(L, sb);
+  if (sandbox_env_open(L, err, errlen) != 0 ||
+      sandbox_api_open(L, sb, err, errlen) != 0)
+    goto fail;
   if (luaL_loadbufferx(L, sb->settings, strlen(sb->settings), "=settings", "t") ||
       lua_pcall(L, 0, 1, 0)) {
     snprintf(err, errlen, "bad settings: %s", lua_tostring(L, -1));

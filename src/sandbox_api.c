@@ -1,12 +1,13 @@
 /*
  * sandbox_api.c - Heka's plugin API inside a sandbox: read_config,
- * inject_message (decoders), read_message, read_next_field and
- * inject_payload (encoders). sandbox/README.md is the user-facing contract.
+ * inject_message (decoders) and inject_payload (encoders).
+ * sandbox/README.md is the user-facing contract.
  *
  * inject_message converts the script's table straight into a C message of
- * the call's batch; read_message hands the encoder single values of the C
- * message, so nothing is copied into Lua tables unless the script asks.
- * Every byte emitted counts against the output limit.
+ * the call's batch. read_message and read_next_field live in
+ * sandbox_view.c: they hand the encoder single values of the C message, so
+ * nothing is copied into Lua tables unless the script asks. Every byte
+ * emitted counts against the output limit.
  */
 #include <string.h>
 #include <time.h>
@@ -316,112 +317,6 @@ static int api_inject_message(lua_State *L)
   return 0;
 }
 
-/* ---- read_message, read_next_field ---- */
-
-static const msg *current_message(lua_State *L)
-{
-  sandbox *sb = sandbox_of(L);
-  if (!sb->current) luaL_error(L, "read_message: there is no current message");
-  return sb->current;
-}
-
-static void push_span(lua_State *L, const msg *m, msg_span s)
-{
-  if (s.len) lua_pushlstring(L, msg_str(m, s), s.len);
-  else lua_pushnil(L);
-}
-
-static void push_value(lua_State *L, const msg *m, const msg_field *f,
-                       uint32_t i)
-{
-  const msg_value *v = msg_field_values(m, f) + i;
-
-  switch (f->type) {
-  case MSG_STRING:
-  case MSG_BYTES: lua_pushlstring(L, msg_str(m, v->s), v->s.len); break;
-  case MSG_INTEGER: lua_pushnumber(L, (lua_Number)v->i); break;
-  case MSG_DOUBLE: lua_pushnumber(L, v->d); break;
-  case MSG_BOOL: lua_pushboolean(L, v->b); break;
-  }
-}
-
-static int push_header(lua_State *L, const msg *m, msg_header h)
-{
-  switch (h) {
-  case MSG_H_TIMESTAMP: lua_pushnumber(L, (lua_Number)m->timestamp); break;
-  case MSG_H_SEVERITY:
-    if (m->has_severity) lua_pushnumber(L, m->severity);
-    else lua_pushnil(L);
-    break;
-  case MSG_H_PID:
-    if (m->has_pid) lua_pushnumber(L, m->pid);
-    else lua_pushnil(L);
-    break;
-  case MSG_H_UUID:
-    if (m->has_uuid) lua_pushlstring(L, (const char *)m->uuid, 16);
-    else lua_pushnil(L);
-    break;
-  case MSG_H_TYPE: push_span(L, m, m->type); break;
-  case MSG_H_LOGGER: push_span(L, m, m->logger); break;
-  case MSG_H_PAYLOAD: push_span(L, m, m->payload); break;
-  case MSG_H_ENV_VERSION: push_span(L, m, m->env_version); break;
-  case MSG_H_HOSTNAME: push_span(L, m, m->hostname); break;
-  default: lua_pushnil(L); break;
-  }
-  return 1;
-}
-
-static int api_read_message(lua_State *L)
-{
-  const msg *m = current_message(L);
-  size_t len;
-  const char *name = luaL_checklstring(L, 1, &len);
-  lua_Integer fi = luaL_optinteger(L, 2, 0);
-  lua_Integer ai = luaL_optinteger(L, 3, 0);
-  const msg_field *f;
-  msg_header h;
-
-  if (len > 8 && memcmp(name, "Fields[", 7) == 0 && name[len - 1] == ']') {
-    if (fi < 0 || ai < 0) return 0;
-    f = msg_find_field(m, name + 7, len - 8, (unsigned)fi);
-    if (!f || (uint64_t)ai >= f->count) return 0;
-    push_value(L, m, f, (uint32_t)ai);
-    return 1;
-  }
-  if (len == 3 && memcmp(name, "raw", 3) == 0) {
-    lua_pushlstring(L, m->origin.bytes ? m->origin.bytes : "", m->origin.len);
-    return 1;
-  }
-  h = msg_header_by_name(name, len);
-  if (h == MSG_H_COUNT)
-    return luaL_error(L, "read_message: unknown name '%s'", name);
-  return push_header(L, m, h);
-}
-
-static int api_read_next_field(lua_State *L)
-{
-  sandbox *sb = sandbox_of(L);
-  const msg *m = current_message(L);
-  const msg_field *f;
-
-  if (sb->field_iter >= m->nfields) return 0;
-  f = &m->fields[sb->field_iter++];
-  lua_pushinteger(L, f->type);
-  lua_pushlstring(L, msg_str(m, f->name), f->name.len);
-  if (f->count == 1) {
-    push_value(L, m, f, 0);
-  } else {
-    lua_createtable(L, (int)f->count, 0);
-    for (uint32_t i = 0; i < f->count; i++) {
-      push_value(L, m, f, i);
-      lua_rawseti(L, -2, (int)i + 1);
-    }
-  }
-  push_span(L, m, f->representation);
-  lua_pushinteger(L, f->count);
-  return 5;
-}
-
 /* inject_payload(type, name, data...): appends the data to the encoder's
  * output. type and name are accepted for Heka compatibility. */
 static int api_inject_payload(lua_State *L)
@@ -444,14 +339,13 @@ static int api_inject_payload(lua_State *L)
   return 0;
 }
 
-void sandbox_api_open(lua_State *L, sandbox *sb)
+int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
 {
   lua_register(L, "read_config", api_read_config);
   if (sb->kind == SANDBOX_DECODER) {
     lua_register(L, "inject_message", api_inject_message);
-  } else {
-    lua_register(L, "read_message", api_read_message);
-    lua_register(L, "read_next_field", api_read_next_field);
-    lua_register(L, "inject_payload", api_inject_payload);
+    return 0;
   }
+  lua_register(L, "inject_payload", api_inject_payload);
+  return sandbox_view_open(L, sb, err, errlen);
 }

@@ -76,7 +76,9 @@ char *sandbox_read_file(const char *path, size_t max, size_t *len, char *err,
                         size_t errlen);
 
 /* sandbox_api.c: registers read_config, inject_message, ... */
-void sandbox_api_open(lua_State *L, sandbox *sb);
+int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
+/* sandbox_view.c: defines read_message and read_next_field for encoders. */
+int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* Counts n bytes against the output limit; raises a Lua error past it. */
 void sandbox_count_output(lua_State *L, sandbox *sb, size_t n);
 

@@ -204,12 +204,57 @@ static void test_encoder_api(void)
   CHECK_CONTAINS(res.reason, "no thanks");
   sandbox_destroy(sb);
 
+  /* read_message's edges: odd arguments, every header, absent values. */
+  sb = make(SANDBOX_ENCODER, "edges.lua",
+    "function process_message()\n"
+    "  local out = {}\n"
+    "  local function try(...)\n"
+    "    local ok, v = pcall(read_message, ...)\n"
+    "    out[#out + 1] = ok and tostring(v) or v:gsub('^.-: ', '')\n"
+    "  end\n"
+    "  try('Timestamp') try('Severity') try('Pid') try('Type') try('Logger')\n"
+    "  try('Hostname') try('EnvVersion') try('Uuid') try('Fields[x]', 0, 2)\n"
+    "  try('Fields[x]', -1) try('Fields[x]', 0.5) try('Fields[nope]')\n"
+    "  try('Fields[n]') try('Fields[b]') try('Fields[x]', 'a')\n"
+    "  try(42) try('Nonsense') try('Fields[x]', 1)\n"
+    "  return table.concat(out, '|')\n"
+    "end\n", NULL, err, sizeof err);
+  CHECK(sb != NULL);
+  if (!sb) return;
+  buf_clear(&out);
+  msg_reset(&m);
+  m.timestamp = 1234567890123456789LL;
+  m.severity = 3;
+  m.has_severity = true;
+  msg_store(&m, "host", 4, &m.hostname);
+  f = msg_add_field(&m, "x", 1, MSG_STRING, 1);
+  msg_store(&m, "only", 4, &msg_field_values(&m, f)[0].s);
+  f = msg_add_field(&m, "n", 1, MSG_INTEGER, 1);
+  msg_field_values(&m, f)->i = -7;
+  f = msg_add_field(&m, "b", 1, MSG_BOOL, 1);
+  msg_field_values(&m, f)->b = false;
+  sandbox_encode(sb, &m, &out, &res);
+  CHECK(res.status == SANDBOX_OK);
+  buf_append(&out, "", 1);
+  CHECK_CONTAINS(out.data, "1.2345678901235e+18|3|nil|nil|nil|host|nil|nil|nil|"
+                 "nil|nil|nil|-7|false|"
+                 "bad argument to 'read_message' (field_index must be a number)|"
+                 "bad argument #1 to 'read_message' (string expected, got number)|"
+                 "unknown name 'Nonsense'|nil");
+  sandbox_destroy(sb);
+
+  /* Reading outside a call is an error, not a read of stale memory. */
+  CHECK(make(SANDBOX_ENCODER, "early.lua", "local p = read_message('Payload')\n"
+             "function process_message() end\n", NULL, err, sizeof err) == NULL);
+  CHECK_CONTAINS(err, "early.lua:1: read_message: there is no current message");
+
   /* A returned string counts against the output limit too. */
   sb = make(SANDBOX_ENCODER, "bigenc.lua",
     "function process_message() return string.rep('x', 100000) end\n",
     NULL, err, sizeof err);
   CHECK(sb != NULL);
   if (!sb) return;
+  buf_clear(&out);
   sandbox_encode(sb, &m, &out, &res);
   CHECK(res.status == SANDBOX_FAILED && res.limit == SANDBOX_LIMIT_OUTPUT);
   CHECK(out.len == 0);
@@ -467,6 +512,52 @@ static void test_escapes(void)
   sandbox_destroy(sb);
 }
 
+/* Encoders hold the FFI in their read_message; nothing reaches it. */
+static void test_encoder_escapes(void)
+{
+  static const char *const attempts[] = {
+    "return require('ffi')",
+    "return ffi.C",
+    "return getfenv(read_message)",
+    "return string.dump(read_message)",
+    "return debug.getupvalue(read_message, 1)",
+    "return package.loaded.ffi",
+    "return read_message.ffi",
+    "return jit.util.funcuvname(read_message, 0)",
+    NULL
+  };
+  char err[512];
+  sandbox_result res;
+  buf out = {0};
+  msg m;
+  sandbox *sb = make(SANDBOX_ENCODER, "encescape.lua",
+    "function process_message()\n"
+    "  local ok, err = pcall(assert(loadstring(read_message('Payload'))))\n"
+    "  return tostring(ok) .. ' ' .. tostring(err)\n"
+    "end\n", NULL, err, sizeof err);
+
+  CHECK(sb != NULL);
+  if (!sb) return;
+  msg_init(&m);
+  for (int i = 0; attempts[i]; i++) {
+    msg_reset(&m);
+    msg_store(&m, attempts[i], strlen(attempts[i]), &m.payload);
+    buf_clear(&out);
+    sandbox_encode(sb, &m, &out, &res);
+    buf_append(&out, "", 1);
+    if (res.status == SANDBOX_OK && strncmp(out.data, "false ", 6) == 0) {
+      check_passed++;
+    } else {
+      check_failed++;
+      fprintf(stderr, "encoder escape not blocked: %s -> %s\n", attempts[i],
+              res.status == SANDBOX_OK ? out.data : res.reason);
+    }
+  }
+  msg_free(&m);
+  buf_free(&out);
+  sandbox_destroy(sb);
+}
+
 static void test_bad_plugins(void)
 {
   char err[512];
@@ -505,6 +596,7 @@ int main(void)
   test_input_limit();
   test_stop_after_failures();
   test_escapes();
+  test_encoder_escapes();
   test_bad_plugins();
   sandbox_watchdog_stop(wd);
   msg_batch_free(&batch);
