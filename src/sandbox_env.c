@@ -4,8 +4,9 @@
  * The state's globals table *is* the sandbox environment: there is no host
  * environment behind it to reach. We open only the safe standard libraries
  * and then take out what could escape or crash the process:
- * - io, package, debug, ffi: never opened; jit: opened (it switches the JIT
- *   compiler on and sets maxmcode) and then removed from the globals;
+ * - io, package, debug: never opened; ffi: opened only for encoders, by
+ *   sandbox_view.c, and kept in its upvalues; jit: opened (it switches the
+ *   JIT compiler on and sets maxmcode) and then removed from the globals;
  * - os: only time, clock and date are kept;
  * - string.dump (also reachable through the shared string metatable, whose
  *   __index is the string table), newproxy (finalizers run outside any
