@@ -152,46 +152,53 @@ static const char view_source[] =
   "         span(m, f.representation), f.count\n"
   "end\n";
 
-static void set_layout(lua_State *L, const char *key, size_t value)
-{
-  lua_pushinteger(L, (lua_Integer)value);
-  lua_setfield(L, -2, key);
-}
+/* The C layout the chunk checks its declaration against: "type" is a size,
+ * "type.field" an offset. */
+static const struct {
+  const char *key;
+  size_t value;
+} layout[] = {
+  {"lj_span", sizeof(msg_span)},
+  {"lj_span.len", offsetof(msg_span, len)},
+  {"lj_value", sizeof(msg_value)},
+  {"lj_value.d", offsetof(msg_value, d)},
+  {"lj_value.b", offsetof(msg_value, b)},
+  {"lj_field", sizeof(msg_field)},
+  {"lj_field.representation", offsetof(msg_field, representation)},
+  {"lj_field.type", offsetof(msg_field, type)},
+  {"lj_field.first", offsetof(msg_field, first)},
+  {"lj_field.count", offsetof(msg_field, count)},
+  {"lj_origin", sizeof(msg_origin)},
+  {"lj_origin.bytes", offsetof(msg_origin, bytes)},
+  {"lj_origin.len", offsetof(msg_origin, len)},
+  {"lj_msg", sizeof(msg)},
+  {"lj_msg.has_uuid", offsetof(msg, has_uuid)},
+  {"lj_msg.timestamp", offsetof(msg, timestamp)},
+  {"lj_msg.severity", offsetof(msg, severity)},
+  {"lj_msg.has_severity", offsetof(msg, has_severity)},
+  {"lj_msg.pid", offsetof(msg, pid)},
+  {"lj_msg.has_pid", offsetof(msg, has_pid)},
+  {"lj_msg.type", offsetof(msg, type)},
+  {"lj_msg.logger", offsetof(msg, logger)},
+  {"lj_msg.payload", offsetof(msg, payload)},
+  {"lj_msg.env_version", offsetof(msg, env_version)},
+  {"lj_msg.hostname", offsetof(msg, hostname)},
+  {"lj_msg.fields", offsetof(msg, fields)},
+  {"lj_msg.nfields", offsetof(msg, nfields)},
+  {"lj_msg.values", offsetof(msg, values)},
+  {"lj_msg.arena", offsetof(msg, arena)},
+  {"lj_msg.origin", offsetof(msg, origin)},
+};
 
-/* The C layout the chunk checks its declaration against. */
 static void push_layout(lua_State *L)
 {
-  lua_createtable(L, 0, 24);
-  set_layout(L, "lj_span", sizeof(msg_span));
-  set_layout(L, "lj_span.len", offsetof(msg_span, len));
-  set_layout(L, "lj_value", sizeof(msg_value));
-  set_layout(L, "lj_value.d", offsetof(msg_value, d));
-  set_layout(L, "lj_value.b", offsetof(msg_value, b));
-  set_layout(L, "lj_field", sizeof(msg_field));
-  set_layout(L, "lj_field.representation", offsetof(msg_field, representation));
-  set_layout(L, "lj_field.type", offsetof(msg_field, type));
-  set_layout(L, "lj_field.first", offsetof(msg_field, first));
-  set_layout(L, "lj_field.count", offsetof(msg_field, count));
-  set_layout(L, "lj_origin", sizeof(msg_origin));
-  set_layout(L, "lj_origin.bytes", offsetof(msg_origin, bytes));
-  set_layout(L, "lj_origin.len", offsetof(msg_origin, len));
-  set_layout(L, "lj_msg", sizeof(msg));
-  set_layout(L, "lj_msg.has_uuid", offsetof(msg, has_uuid));
-  set_layout(L, "lj_msg.timestamp", offsetof(msg, timestamp));
-  set_layout(L, "lj_msg.severity", offsetof(msg, severity));
-  set_layout(L, "lj_msg.has_severity", offsetof(msg, has_severity));
-  set_layout(L, "lj_msg.pid", offsetof(msg, pid));
-  set_layout(L, "lj_msg.has_pid", offsetof(msg, has_pid));
-  set_layout(L, "lj_msg.type", offsetof(msg, type));
-  set_layout(L, "lj_msg.logger", offsetof(msg, logger));
-  set_layout(L, "lj_msg.payload", offsetof(msg, payload));
-  set_layout(L, "lj_msg.env_version", offsetof(msg, env_version));
-  set_layout(L, "lj_msg.hostname", offsetof(msg, hostname));
-  set_layout(L, "lj_msg.fields", offsetof(msg, fields));
-  set_layout(L, "lj_msg.nfields", offsetof(msg, nfields));
-  set_layout(L, "lj_msg.values", offsetof(msg, values));
-  set_layout(L, "lj_msg.arena", offsetof(msg, arena));
-  set_layout(L, "lj_msg.origin", offsetof(msg, origin));
+  size_t n = sizeof layout / sizeof *layout;
+
+  lua_createtable(L, 0, (int)n);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)layout[i].value);
+    lua_setfield(L, -2, layout[i].key);
+  }
 }
 
 static int open_view(lua_State *L)
