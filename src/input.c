@@ -19,10 +19,10 @@ static uint64_t next_position(input *in, uint64_t offset)
 }
 
 static void emit(input *in, const char *bytes, size_t len, uint64_t offset,
-                 bool overlong)
+                 unsigned piece)
 {
   in->handler.record(in->handler.ud, in, bytes, len, next_position(in, offset),
-                     overlong);
+                     piece);
 }
 
 /* Adds bytes to the carried partial line, handing on max_line pieces of an
@@ -38,21 +38,21 @@ static void carry_append(input *in, const char *p, size_t len, uint64_t offset)
     len -= n;
     offset += n;
     if (in->carry.len == in->max_line && len > 0) {
-      emit(in, in->carry.data, in->carry.len, in->carry_pos, true);
+      emit(in, in->carry.data, in->carry.len, in->carry_pos, ++in->piece);
       buf_clear(&in->carry);
       in->carry_pos = offset;
-      in->carry_overlong = true;
     }
   }
 }
 
+/* Hands on the carried line, or the last piece of an overlong one. */
 static void flush_carry(input *in)
 {
-  if (in->carry.len == 0 && !in->carry_overlong) return;
+  if (in->carry.len == 0 && in->piece == 0) return;
   emit(in, in->carry.data, in->carry.len, in->carry_pos,
-       in->carry_overlong || in->carry.len > in->max_line);
+       in->piece ? ++in->piece : 0);
   buf_clear(&in->carry);
-  in->carry_overlong = false;
+  in->piece = 0;
 }
 
 /* Splits one read into records. */
@@ -68,14 +68,11 @@ static void split_lines(input *in, const char *data, size_t len)
       carry_append(in, p, (size_t)(end - p), off);
       break;
     }
-    if (in->carry.len || in->carry_overlong) {
-      carry_append(in, p, (size_t)(nl - p), off);
-      flush_carry(in);
-    } else if ((size_t)(nl - p) <= in->max_line) {
-      emit(in, p, (size_t)(nl - p), off, false);
+    if (in->carry.len == 0 && in->piece == 0 &&
+        (size_t)(nl - p) <= in->max_line) {
+      emit(in, p, (size_t)(nl - p), off, 0); /* straight from the buffer */
     } else {
       carry_append(in, p, (size_t)(nl - p), off);
-      in->carry_overlong = true;
       flush_carry(in);
     }
     p = nl + 1;

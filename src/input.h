@@ -4,7 +4,7 @@
  * An input reads standard input or a file to its end on the libuv loop and
  * hands each line, without its newline, to its handler; a last line without
  * a newline is a record too. A line longer than max_line is handed on in
- * max_line pieces marked overlong, so that nothing is lost and memory stays
+ * max_line pieces numbered from 1, so that nothing is lost and memory stays
  * bounded. Lines are passed straight from the read buffer when they fit in
  * it; only a line split across two reads is copied.
  *
@@ -24,8 +24,10 @@
 typedef struct input input;
 
 typedef struct {
+  /* piece: 0 for a whole line, else the number of this piece of a line
+   * longer than max_line. */
   void (*record)(void *ud, input *in, const char *bytes, size_t len,
-                 uint64_t position, bool overlong);
+                 uint64_t position, unsigned piece);
   /* After each read: the moment to flush what the records produced. */
   void (*chunk_done)(void *ud, input *in);
   /* At the end of input; error is NULL, or why reading stopped. */
@@ -54,7 +56,7 @@ struct input {
   buf carry;             /* a line split across reads */
   uint64_t carry_pos;
   uint64_t seq;
-  bool carry_overlong;   /* carry continues an overlong line */
+  unsigned piece;        /* pieces of the current overlong line handed on */
   bool closing;
 };
 

@@ -38,7 +38,7 @@ typedef struct {
   pipeline *pl;
   sandbox *decoder;          /* NULL: each record is a message's payload */
   const char *decoder_name;
-  uint64_t records, dead;
+  uint64_t records, overlong, dead;
 } pl_input;
 
 struct pipeline {
@@ -104,18 +104,19 @@ static void route(pipeline *pl, const msg *m)
 }
 
 static void on_record(void *ud, input *in, const char *bytes, size_t len,
-                      uint64_t position, bool overlong)
+                      uint64_t position, unsigned piece)
 {
   pipeline *pl = ud;
   pl_input *pi = (pl_input *)in;
   msg_origin o = {in->name, position, in->is_offset, bytes, len};
   sandbox_result res;
 
-  pi->records++;
-  if (overlong) {
+  if (piece <= 1) pi->records++;
+  if (piece) {
     char reason[128];
     snprintf(reason, sizeof reason, "line longer than max_line (%zu bytes): "
-             "this is one piece of it", in->max_line);
+             "piece %u", in->max_line, piece);
+    pi->overlong += piece == 1;
     pi->dead++;
     dead_letter_write(&pl->dl, "input", in->name, reason, &o);
     return;
@@ -349,8 +350,9 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
 static void log_summary(pipeline *pl)
 {
   for (size_t i = 0; i < pl->ninputs; i++)
-    log_msg("input '%s': %" PRIu64 " records, %" PRIu64 " to dead letter",
-            pl->inputs[i].in.name, pl->inputs[i].records, pl->inputs[i].dead);
+    log_msg("input '%s': %" PRIu64 " records (%" PRIu64 " longer than "
+            "max_line), %" PRIu64 " dead-letter records", pl->inputs[i].in.name,
+            pl->inputs[i].records, pl->inputs[i].overlong, pl->inputs[i].dead);
   for (size_t i = 0; i < pl->noutputs; i++)
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
             " skipped", pl->outputs[i].cfg->name, pl->outputs[i].delivered,

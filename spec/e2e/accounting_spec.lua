@@ -1,0 +1,88 @@
+-- Nothing is lost: every record that goes in comes out exactly once, on the
+-- output or on the dead-letter path, whatever the bytes.
+local run = dofile("spec/e2e/run.lua")
+local cjson = require("cjson")
+
+-- A deterministic mix of real syslog lines and junk: bad PRIs, binary and
+-- invalid UTF-8, lines longer than max_line, empty lines.
+local function records(n)
+  local seed = 12345
+  local function rand(m)
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    return seed % m
+  end
+  local out = {}
+  for i = 1, n do
+    local kind = rand(6)
+    local line
+    if kind == 0 then
+      line = string.format("<%d>Nov %2d %02d:%02d:%02d host%d app[%d]: event %d", rand(192),
+        1 + rand(28), rand(24), rand(60), rand(60), rand(9), rand(99999), i)
+    elseif kind == 1 then
+      line = string.format("<%d>May 19 18:30:17 snack jls: foo bar %d", rand(1000), i)
+    elseif kind == 2 then
+      local bytes = {}
+      for j = 1, rand(80) do
+        local b = rand(256)
+        if b == 10 then b = 11 end
+        bytes[j] = string.char(b)
+      end
+      line = table.concat(bytes)
+    elseif kind == 3 then
+      line = string.rep("L", 100 + rand(300))
+    elseif kind == 4 then
+      line = ""
+    else
+      line = "<13>Nov 22 00:04:00 edge7 app: \255\254 not utf-8 " .. i
+    end
+    out[i] = line
+  end
+  return out
+end
+
+describe("record accounting", function()
+  it("accounts for every record of a hostile mix exactly once", function()
+    local lines = records(3000)
+    local r = run.lumberjit{
+      config = [[
+lumberjit = { dead_letter_path = "dead.log" }
+stdin = { type = "stdin_input", decoder = "rsyslog", max_line = 256 }
+rsyslog = {
+  type = "decoder",
+  filename = "decoders/rsyslog.lua",
+  template = "<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\n",
+  tz = "Asia/Shanghai",
+}
+json = { type = "encoder", filename = "encoders/json.lua" }
+out = { type = "file_output", path = "out.json", encoder = "json", message_matcher = "TRUE" }
+]],
+      input = table.concat(lines, "\n") .. "\n",
+    }
+    assert.are.equal(0, r.status)
+    local delivered = run.lines(run.read(r.dir .. "/out.json"))
+    for _, doc in ipairs(delivered) do cjson.decode(doc) end  -- all valid JSON
+    local dead, pieces = {}, 0
+    for _, line in ipairs(run.lines(run.read(r.dir .. "/dead.log"))) do
+      local d = cjson.decode(line)
+      if d.stage == "input" then
+        pieces = pieces + 1
+        dead[d.offset] = "piece"
+      else
+        dead[#dead + 1] = d
+      end
+    end
+    -- Each overlong line is cut into pieces of max_line bytes.
+    local overlong, expected_pieces = 0, 0
+    for _, line in ipairs(lines) do
+      if #line > 256 then
+        overlong = overlong + 1
+        expected_pieces = expected_pieces + math.ceil(#line / 256)
+      end
+    end
+    assert.are.equal(expected_pieces, pieces)
+    assert.are.equal(#lines - overlong, #delivered + #dead)
+    assert.matches(string.format("input 'stdin': 3000 records %%(%d longer than max_line%%), %d dead%%-letter",
+      overlong, pieces + #dead), r.stderr)
+    run.cleanup(r.dir)
+  end)
+end)
