@@ -479,7 +479,6 @@ static int read_limits(plugin_ctx *c, sandbox_limits *l)
     if (read_count(c, limit_keys[i].key, limit_keys[i].max,
                    (uint64_t *)((char *)l + limit_keys[i].offset)) != 0)
       return -1;
-  if (l->max_failures == 0) l->max_failures = 1;
   return 0;
 }
 

@@ -252,7 +252,7 @@ static void set_header(lua_State *L, sandbox *sb, msg *m, const char *key,
   switch (msg_header_by_name(key, len)) {
   case MSG_H_TIMESTAMP: {
     lua_Number ns = header_number(L, "Timestamp");
-    if (!fits_int64(ns) || (int64_t)ns == INT64_MIN)
+    if (!fits_int64(ns)) /* so never INT64_MIN, the "unset" mark */
       luaL_error(L, "inject_message: Timestamp is out of range");
     m->timestamp = (int64_t)ns;
     break;

@@ -311,13 +311,20 @@ static int open_env(lua_State *L)
   return 0;
 }
 
-int sandbox_env_open(lua_State *L, char *err, size_t errlen)
+int sandbox_cpcall(lua_State *L, lua_CFunction fn, void *ud, const char *what,
+                   char *err, size_t errlen)
 {
-  if (lua_cpcall(L, open_env, NULL) != 0) {
-    snprintf(err, errlen, "cannot build the sandbox environment: %s",
+  if (lua_cpcall(L, fn, ud) != 0) {
+    snprintf(err, errlen, "cannot build %s: %s", what,
              lua_isstring(L, -1) ? lua_tostring(L, -1) : "not enough memory");
     lua_pop(L, 1);
     return -1;
   }
   return 0;
+}
+
+int sandbox_env_open(lua_State *L, char *err, size_t errlen)
+{
+  return sandbox_cpcall(L, open_env, NULL, "the sandbox environment", err,
+                        errlen);
 }

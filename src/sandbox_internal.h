@@ -71,6 +71,9 @@ void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* sandbox_env.c: builds the restricted environment in a new state. */
 int sandbox_env_open(lua_State *L, char *err, size_t errlen);
+/* Runs fn(ud) protected; on error writes "cannot build WHAT: why" to err. */
+int sandbox_cpcall(lua_State *L, lua_CFunction fn, void *ud, const char *what,
+                   char *err, size_t errlen);
 /* Reads a whole file; NULL with a message in err on failure. */
 char *sandbox_read_file(const char *path, size_t max, size_t *len, char *err,
                         size_t errlen);

@@ -16,7 +16,6 @@
  * refuses to run otherwise.
  */
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -56,7 +55,7 @@ static const char view_source[] =
   "local iter = ffi.cast('uint32_t *', iter_ptr)\n"
   "local C, string_of, tonumber, type, error = ffi.C, ffi.string, tonumber, type, error\n"
   "local match = string.match\n"
-  "local STRING, BYTES, INTEGER = 0, 1, 2\n"
+  "local STRING, BYTES, INTEGER, DOUBLE = 0, 1, 2, 3\n"
   "\n"
   "local function message()\n"
   "  local m = current[0]\n"
@@ -71,7 +70,7 @@ static const char view_source[] =
   "  local v, t = m.values[f.first + i], f.type\n"
   "  if t == STRING or t == BYTES then return string_of(m.arena + v.s.off, v.s.len) end\n"
   "  if t == INTEGER then return tonumber(v.i) end\n"
-  "  if t == 3 then return v.d end\n"
+  "  if t == DOUBLE then return v.d end\n"
   "  return v.b\n"
   "end\n"
   "local function find_field(m, name, fi)\n"
@@ -219,11 +218,5 @@ static int open_view(lua_State *L)
 
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
 {
-  if (lua_cpcall(L, open_view, sb) != 0) {
-    snprintf(err, errlen, "cannot build read_message: %s",
-             lua_isstring(L, -1) ? lua_tostring(L, -1) : "not enough memory");
-    lua_pop(L, 1);
-    return -1;
-  }
-  return 0;
+  return sandbox_cpcall(L, open_view, sb, "read_message", err, errlen);
 }
