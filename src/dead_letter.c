@@ -8,16 +8,20 @@
 
 #include "log.h"
 
-int dead_letter_open(dead_letter *dl, const char *path, output_sink *shared,
-                     char *err, size_t errlen)
+int dead_letter_open(dead_letter *dl, uv_loop_t *loop, const char *path,
+                     output_sink *shared, output_events ev, char *err,
+                     size_t errlen)
 {
   memset(dl, 0, sizeof *dl);
   if (shared) {
     dl->sink = shared;
     return 0;
   }
-  if (output_open(&dl->own, path, 64u << 10, err, errlen) != 0) return -1;
+  if (output_open(&dl->own, loop, "dead-letter path", path, 64u << 10, ev,
+                  err, errlen) != 0)
+    return -1;
   dl->sink = &dl->own;
+  dl->owns_sink = true;
   return 0;
 }
 
@@ -103,7 +107,7 @@ static void append_str(buf *b, const char *s)
 void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
                        const char *reason, const msg_origin *o)
 {
-  buf *b = &dl->sink->pending;
+  buf *b = output_buf(dl->sink);
   char stamp[64], num[32];
   struct timespec ts;
   struct tm tm;
@@ -136,12 +140,13 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
   }
   append_str(b, "}\n");
   dl->count++;
-  output_maybe_flush(dl->sink);
+  output_commit(dl->sink, o, true);
 }
 
-void dead_letter_close(dead_letter *dl)
+int dead_letter_close(dead_letter *dl)
 {
-  if (dl->sink == &dl->own) output_close(&dl->own);
-  else if (dl->sink) output_flush(dl->sink);
+  int rc = dl->owns_sink ? output_close(&dl->own) : 0;
   dl->sink = NULL;
+  dl->owns_sink = false;
+  return rc;
 }

@@ -22,14 +22,23 @@
 typedef struct {
   output_sink *sink;   /* the file below, or another output's sink */
   output_sink own;
-  uint64_t count;
+  bool owns_sink;
+  uint64_t count;      /* dead letters made; sink counts those written */
+  uint64_t failed;     /* those its sink could not write */
 } dead_letter;
 
-/* Writes to `path`, or to `shared` when it is not NULL. */
-int dead_letter_open(dead_letter *dl, const char *path, output_sink *shared,
-                     char *err, size_t errlen);
+/* Writes to `path`, or to `shared` when it is not NULL. ev receives the
+ * own sink's failures and changes. */
+int dead_letter_open(dead_letter *dl, uv_loop_t *loop, const char *path,
+                     output_sink *shared, output_events ev, char *err,
+                     size_t errlen);
 void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
                        const char *reason, const msg_origin *origin);
-void dead_letter_close(dead_letter *dl);
+/* Dead letters the sink took. */
+static inline uint64_t dead_letter_written(const dead_letter *dl)
+{
+  return dl->sink ? dl->sink->dead_letters_written : 0;
+}
+int dead_letter_close(dead_letter *dl);
 
 #endif

@@ -81,22 +81,46 @@ static void split_lines(input *in, const char *data, size_t len)
   in->handler.chunk_done(in->handler.ud, in);
 }
 
+static const char *describe(const input *in)
+{
+  return in->path ? in->path : "standard input";
+}
+
 static void finish(input *in, const char *error)
 {
+  if (in->finished) return;
+  in->finished = true;
   flush_carry(in);
   in->handler.chunk_done(in->handler.ud, in);
+  if (in->kind == INPUT_STREAM) {
+    uv_read_stop((uv_stream_t *)&in->stream);
+    uv_close((uv_handle_t *)&in->stream, NULL);
+    if (in->path) in->fd = -1; /* libuv closes it (never stdin's) */
+  }
   in->handler.finished(in->handler.ud, in, error);
 }
 
-/* ---- regular files: uv_fs_read on the thread pool ---- */
+/* ---- regular files and devices: uv_fs_read on the thread pool ---- */
 
 static void on_file_read(uv_fs_t *req);
 
-static void read_file_chunk(input *in)
+static void read_chunk(input *in)
 {
   uv_buf_t b = uv_buf_init(in->readbuf, (unsigned)in->readbuf_size);
-  uv_fs_read(in->loop, &in->req, in->fd, &b, 1, (int64_t)in->read_offset,
-             on_file_read);
+  /* A device has no offsets: read at its current position. */
+  int64_t at = in->kind == INPUT_SEEKABLE ? (int64_t)in->read_offset : -1;
+  int rc = uv_fs_read(in->loop, &in->req, in->fd, &b, 1, at, on_file_read);
+
+  if (rc < 0) finish(in, uv_strerror(rc));
+  else in->reading = true;
+}
+
+/* After a read callback: finish a stop asked for during it, or read on. */
+static void after_read(input *in)
+{
+  in->busy = false;
+  if (in->stopping) finish(in, NULL);
+  else if (in->kind != INPUT_STREAM && !in->paused) read_chunk(in);
 }
 
 static void on_file_read(uv_fs_t *req)
@@ -105,16 +129,17 @@ static void on_file_read(uv_fs_t *req)
   ssize_t n = req->result;
 
   uv_fs_req_cleanup(req);
-  if (in->closing) return;
+  in->reading = false;
   if (n > 0) {
+    in->busy = true;
     split_lines(in, in->readbuf, (size_t)n);
-    if (!in->closing) read_file_chunk(in);
+    after_read(in);
   } else {
-    finish(in, n < 0 ? uv_strerror((int)n) : NULL);
+    finish(in, n < 0 && n != UV_ECANCELED ? uv_strerror((int)n) : NULL);
   }
 }
 
-/* ---- streams: pipes, terminals, sockets ---- */
+/* ---- streams: pipes, FIFOs, sockets, terminals ---- */
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
@@ -128,22 +153,20 @@ static void on_stream_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
   input *in = s->data;
 
   if (n > 0) {
+    in->busy = true;
     split_lines(in, b->base, (size_t)n);
+    after_read(in);
   } else if (n < 0) {
-    uv_read_stop(s);
-    uv_close((uv_handle_t *)s, NULL);
-    in->closing = true;
     finish(in, n == UV_EOF ? NULL : uv_strerror((int)n));
   }
 }
 
 static int start_stream(input *in, char *err, size_t errlen)
 {
-  uv_handle_type t = uv_guess_handle(in->fd);
   uv_stream_t *s = (uv_stream_t *)&in->stream;
   int rc;
 
-  if (t == UV_TTY) {
+  if (isatty(in->fd)) {
     rc = uv_tty_init(in->loop, &in->stream.tty, in->fd, 1);
   } else {
     rc = uv_pipe_init(in->loop, &in->stream.pipe, 0);
@@ -154,8 +177,8 @@ static int start_stream(input *in, char *err, size_t errlen)
     rc = uv_read_start(s, on_alloc, on_stream_read);
   }
   if (rc != 0) {
-    snprintf(err, errlen, "input '%s': cannot read standard input: %s",
-             in->name, uv_strerror(rc));
+    snprintf(err, errlen, "input '%s': cannot read %s: %s", in->name,
+             describe(in), uv_strerror(rc));
     return -1;
   }
   return 0;
@@ -173,38 +196,69 @@ int input_start(input *in, uv_loop_t *loop, char *err, size_t errlen)
     return -1;
   }
   in->req.data = in;
-  if (in->path) {
-    in->fd = open(in->path, O_RDONLY | O_CLOEXEC);
-    if (in->fd < 0) {
-      snprintf(err, errlen, "input '%s': cannot open %s: %s", in->name,
-               in->path, strerror(errno));
+  in->fd = in->path ? open(in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                    : STDIN_FILENO;
+  if (in->fd < 0 || fstat(in->fd, &st) != 0) {
+    snprintf(err, errlen, "input '%s': cannot open %s: %s", in->name,
+             describe(in), strerror(errno));
+    return -1;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "input '%s': %s is a directory", in->name,
+             describe(in));
+    return -1;
+  }
+  in->started = true;
+  if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+    in->kind = INPUT_SEEKABLE;
+    in->is_offset = true;
+  } else if (S_ISCHR(st.st_mode) && !isatty(in->fd)) {
+    in->kind = INPUT_DEVICE;
+  } else {
+    in->kind = INPUT_STREAM;
+    if (start_stream(in, err, errlen) != 0) {
+      in->started = false;
       return -1;
     }
-  } else {
-    in->fd = STDIN_FILENO;
+    return 0;
   }
-  in->is_stream = fstat(in->fd, &st) != 0 || !S_ISREG(st.st_mode);
-  in->is_offset = !in->is_stream;
-  if (in->is_stream) return start_stream(in, err, errlen);
-  read_file_chunk(in);
+  if (in->path) fcntl(in->fd, F_SETFL, fcntl(in->fd, F_GETFL) & ~O_NONBLOCK);
+  read_chunk(in);
   return 0;
 }
 
 void input_stop(input *in)
 {
-  if (in->closing) return;
-  in->closing = true;
-  if (in->is_stream) {
+  if (!in->started || in->finished || in->stopping) return;
+  in->stopping = true;
+  if (in->busy) return; /* the read callback finishes */
+  if (in->reading) uv_cancel((uv_req_t *)&in->req); /* on_file_read finishes */
+  else finish(in, NULL);
+}
+
+void input_pause(input *in)
+{
+  if (in->paused) return;
+  in->paused = true;
+  if (in->started && !in->finished && in->kind == INPUT_STREAM)
     uv_read_stop((uv_stream_t *)&in->stream);
-    uv_close((uv_handle_t *)&in->stream, NULL);
-  } else {
-    uv_cancel((uv_req_t *)&in->req);
-  }
+}
+
+void input_resume(input *in)
+{
+  if (!in->paused) return;
+  in->paused = false;
+  if (!in->started || in->finished || in->stopping) return;
+  if (in->kind == INPUT_STREAM)
+    uv_read_start((uv_stream_t *)&in->stream, on_alloc, on_stream_read);
+  else if (!in->reading && !in->busy)
+    read_chunk(in);
 }
 
 void input_free(input *in)
 {
   if (in->path && in->fd >= 0) close(in->fd);
+  in->fd = -1;
   free(in->readbuf);
   buf_free(&in->carry);
   in->readbuf = NULL;

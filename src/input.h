@@ -9,7 +9,21 @@
  * it; only a line split across two reads is copied.
  *
  * Positions: inputs reading a regular file give each record's byte offset;
- * a stream (pipe, terminal, socket) gives its 1-based sequence number.
+ * a stream (pipe, FIFO, terminal, socket, character device) gives its
+ * 1-based sequence number.
+ *
+ * How each kind of file is read (libuv has a primitive for each):
+ *   regular file, block device   uv_fs_read at offsets, on the thread pool
+ *   character device (/dev/null) uv_fs_read at the current position
+ *   pipe, FIFO, socket           uv_pipe, non-blocking on the loop
+ *   terminal                     uv_tty
+ *   directory                    refused with a clear error
+ * A FIFO is opened non-blocking, so one without a writer waits on the loop
+ * (and a stop signal ends it) instead of blocking in open(2).
+ *
+ * Stopping (a signal, a failed output) never loses read bytes: a read in
+ * flight is split when it lands, and a last line without its newline is
+ * handed on as a record before finished is called.
  */
 #ifndef LUMBERJIT_INPUT_H
 #define LUMBERJIT_INPUT_H
@@ -30,7 +44,8 @@ typedef struct {
                  uint64_t position, unsigned piece);
   /* After each read: the moment to flush what the records produced. */
   void (*chunk_done)(void *ud, input *in);
-  /* At the end of input; error is NULL, or why reading stopped. */
+  /* Once, at the end of input or after input_stop; error is NULL, or why
+   * reading stopped. */
   void (*finished)(void *ud, input *in, const char *error);
   void *ud;
 } input_handler;
@@ -44,7 +59,7 @@ struct input {
 
   uv_loop_t *loop;
   int fd;
-  bool is_stream;
+  enum { INPUT_SEEKABLE, INPUT_DEVICE, INPUT_STREAM } kind;
   union {
     uv_pipe_t pipe;
     uv_tty_t tty;
@@ -57,13 +72,22 @@ struct input {
   uint64_t carry_pos;
   uint64_t seq;
   unsigned piece;        /* pieces of the current overlong line handed on */
-  bool closing;
+  bool started;
+  bool reading;          /* a uv_fs_read is in flight */
+  bool busy;             /* inside a read callback: stop and pause wait */
+  bool paused;
+  bool stopping;
+  bool finished;
 };
 
 /* Starts reading; returns 0, or -1 with a message in err. */
 int input_start(input *in, uv_loop_t *loop, char *err, size_t errlen);
-/* Stops reading early (a signal); finished is not called. */
+/* Stops reading early; what was read is still handed on, then finished
+ * is called. */
 void input_stop(input *in);
+/* Holds reading while an output is full, and takes it up again. */
+void input_pause(input *in);
+void input_resume(input *in);
 /* Frees what the input holds, once the loop has closed its handles. */
 void input_free(input *in);
 

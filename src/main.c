@@ -1,18 +1,27 @@
 /*
  * main.c - the lumberjit command: reads the options and the configuration,
  * then runs the pipeline until its inputs end.
+ *
+ * Before anything else it installs the signal handling (a SIGHUP during a
+ * slow start must not kill it) and makes sure fds 0 to 2 are open: a
+ * closed one would be reused by the next open(2), and lumberjit would
+ * write records into its own event loop's fds.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
-#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
 #include "config.h"
 #include "log.h"
 #include "pipeline.h"
+#include "signals.h"
 
 static const char usage[] =
   "usage: lumberjit -c FILE [--check]\n"
@@ -24,8 +33,37 @@ static const char usage[] =
   "  -h, --help         show this help\n"
   "  -V, --version      show the version\n"
   "\n"
-  "Exit status: 0 when every input was read to its end, 1 on a configuration\n"
-  "or start-up error or a failed input, 2 on a usage error.\n";
+  "Exit status: 0 when every record read was written or dead-lettered, the\n"
+  "inputs having reached their end or been stopped by SIGINT or SIGTERM;\n"
+  "1 on a configuration or start-up error, a failed input or output, or a\n"
+  "record that could be neither written nor dead-lettered; 2 on a usage error.\n";
+
+/* Opens /dev/null on each of fds 0-2 that is closed; true for those. */
+static void occupy_closed_stdio(bool closed[3])
+{
+  for (int fd = 0; fd < 3; fd++) {
+    closed[fd] = fcntl(fd, F_GETFD) < 0 && errno == EBADF;
+    /* open(2) takes the lowest free fd: this one. */
+    if (closed[fd]) open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  }
+}
+
+/* A configured stdin input or stdout output needs its fd open. */
+static int check_stdio(const config *cfg, const bool closed[3])
+{
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    if ((p->type == INPUT_STDIN && closed[0]) ||
+        (p->type == OUTPUT_STDOUT && closed[1])) {
+      fprintf(stderr, "lumberjit: %s:%d: %s '%s' uses standard %s, which "
+              "is closed\n", cfg->file, p->line,
+              p->type == INPUT_STDIN ? "input" : "output", p->name,
+              p->type == INPUT_STDIN ? "input" : "output");
+      return -1;
+    }
+  }
+  return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -39,9 +77,15 @@ int main(int argc, char **argv)
   const char *file = NULL;
   int check = 0, opt, status;
   char err[2048];
+  bool closed[3];
   config cfg;
   pipeline *pl;
 
+  occupy_closed_stdio(closed);
+  if (signals_start(uv_default_loop()) != 0) {
+    fputs("lumberjit: cannot install signal handlers\n", stderr);
+    return 1;
+  }
   while ((opt = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
     switch (opt) {
     case 'c': file = optarg; break;
@@ -59,6 +103,10 @@ int main(int argc, char **argv)
     fprintf(stderr, "lumberjit: %s\n", err);
     return 1;
   }
+  if (check_stdio(&cfg, closed) != 0) {
+    config_free(&cfg);
+    return 1;
+  }
   if (check) {
     status = pipeline_check(&cfg, err, sizeof err);
     if (status == 0)
@@ -68,16 +116,16 @@ int main(int argc, char **argv)
     config_free(&cfg);
     return status ? 1 : 0;
   }
-  /* A closed reader of stdout is an error on write(2), not a kill. */
-  signal(SIGPIPE, SIG_IGN);
   pl = pipeline_create(&cfg, uv_default_loop(), err, sizeof err);
-  if (!pl) {
+  if (pl) {
+    status = pipeline_run(pl);
+  } else {
     fprintf(stderr, "lumberjit: %s\n", err);
-    config_free(&cfg);
-    return 1;
+    status = 1;
   }
-  status = pipeline_run(pl);
-  pipeline_destroy(pl);
+  if (pipeline_destroy(pl) != 0) status = 1;
+  signals_close();
+  uv_run(uv_default_loop(), UV_RUN_NOWAIT);
   uv_loop_close(uv_default_loop());
   config_free(&cfg);
   return status;

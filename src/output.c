@@ -1,104 +1,435 @@
 /*
- * output.c - stdout and file sinks (see output.h). Writes are blocking
- * write(2) calls from the loop thread: a slow reader of stdout slows the
- * pipeline down rather than growing memory without bound.
+ * output.c - the stdout and file sinks (see output.h).
+ *
+ * Writes run on the loop thread. Regular files and block devices take
+ * plain blocking write(2) calls: the kernel takes the bytes or says why
+ * not, without waiting on another process. Pipes, sockets, terminals and
+ * character devices that can be polled may stall on a reader, so they are
+ * written non-blocking and waited for with uv_poll. To make them
+ * non-blocking without changing a shared open file description (the
+ * shell's, or stderr's when both go to one pipe), standard output is
+ * reopened through /proc/self/fd; where that is refused (sockets),
+ * O_NONBLOCK is set on it and the old flags come back at close.
+ *
+ * Queue layout in `pending`:
+ *
+ *   0 .. boundary .. head .. committed .. len
+ *        |written  |      |queued     |being appended (not yet a record)
+ *
+ * boundary is where the first unwritten record starts, so head - boundary
+ * bytes of it are on disk: the torn part cut off when a write fails.
  */
 #include "output.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
 
-static int open_path(const char *path)
+#define OUTPUT_HIGH_WATER (8u << 20)
+#define OUTPUT_COMPACT_MIN (64u << 10)
+#define RETRY_FIRST_MS 50
+#define RETRY_MAX_MS 2000
+
+static const char *target(const output_sink *o)
 {
-  return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  return o->path ? o->path : "standard output";
 }
 
-int output_open(output_sink *o, const char *path, size_t flush_bytes,
+static int open_path(const char *path)
+{
+  /* O_NONBLOCK: a FIFO without a reader fails with ENXIO, never blocks. */
+  return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK,
+              0644);
+}
+
+static void set_blocking(int fd, bool blocking)
+{
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    fcntl(fd, F_SETFL, blocking ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
+}
+
+/* Makes a stream fd we do not own non-blocking: a private reopen where the
+ * kernel gives one, else the shared flags, restored at close. */
+static void private_nonblocking(output_sink *o)
+{
+  char proc[32];
+  int fd;
+
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", o->fd);
+  fd = open(proc, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd >= 0) {
+    o->fd = fd;
+    o->own_fd = true;
+    return;
+  }
+  o->restore_fd = o->fd;
+  o->restore_flags = fcntl(o->fd, F_GETFL);
+  set_blocking(o->fd, false);
+}
+
+static void restore_flags(output_sink *o)
+{
+  if (o->restore_fd >= 0 && o->restore_flags >= 0)
+    fcntl(o->restore_fd, F_SETFL, o->restore_flags);
+  o->restore_fd = -1;
+}
+
+/* Decides how o->fd is written: see the top of the file. */
+static int classify(output_sink *o, char *err, size_t errlen)
+{
+  struct stat st;
+
+  if (fstat(o->fd, &st) != 0) {
+    snprintf(err, errlen, "cannot use %s: %s", target(o), strerror(errno));
+    return -1;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "%s is a directory", target(o));
+    return -1;
+  }
+  o->truncatable = S_ISREG(st.st_mode);
+  o->pollable = false;
+  if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+    set_blocking(o->fd, true);
+    return 0;
+  }
+  if (!o->own_fd) private_nonblocking(o);
+  if (uv_poll_init(o->loop, &o->poll, o->fd) == 0) {
+    o->pollable = true;
+    o->poll.data = o;
+  } else {
+    /* Not pollable (/dev/null, /dev/full): its writes do not wait. */
+    restore_flags(o);
+    set_blocking(o->fd, true);
+  }
+  return 0;
+}
+
+static void close_fd(output_sink *o)
+{
+  restore_flags(o);
+  if (o->own_fd) close(o->fd);
+  o->own_fd = false;
+  o->fd = -1;
+}
+
+int output_open(output_sink *o, uv_loop_t *loop, const char *name,
+                const char *path, size_t flush_bytes, output_events ev,
                 char *err, size_t errlen)
 {
   memset(o, 0, sizeof *o);
+  o->name = name;
+  o->loop = loop;
+  o->ev = ev;
+  o->restore_fd = -1;
   o->flush_bytes = flush_bytes ? flush_bytes : 1;
-  if (!path) {
-    o->fd = STDOUT_FILENO;
-    return 0;
+  o->high_water = OUTPUT_HIGH_WATER > 2 * flush_bytes ? OUTPUT_HIGH_WATER
+                                                      : 2 * flush_bytes;
+  o->low_water = o->high_water / 4;
+  o->fd = STDOUT_FILENO;
+  if (path) {
+    o->path = strdup(path);
+    o->fd = o->path ? open_path(path) : -1;
+    if (o->fd < 0) {
+      snprintf(err, errlen, "cannot open %s for appending: %s", path,
+               errno == ENXIO ? "it is a FIFO that no process reads"
+                              : strerror(errno));
+      free(o->path);
+      o->path = NULL;
+      return -1;
+    }
+    o->own_fd = true;
   }
-  o->path = strdup(path);
-  o->fd = o->path ? open_path(path) : -1;
-  if (o->fd < 0) {
-    snprintf(err, errlen, "cannot open %s for appending: %s", path,
-             strerror(errno));
-    free(o->path);
-    o->path = NULL;
+  uv_timer_init(loop, &o->retry);
+  o->retry.data = o;
+  o->handles_open = true;
+  if (classify(o, err, errlen) != 0) {
+    output_close_handles(o);
+    close_fd(o);
     return -1;
   }
   return 0;
 }
 
-/* Waits until a non-blocking fd (stdout may be one) can take more. */
-static void wait_writable(int fd)
+/* What the queue holds, its record index included: with short records the
+ * index is most of it. */
+static size_t queued(const output_sink *o)
 {
-  struct pollfd p = {.fd = fd, .events = POLLOUT};
-  poll(&p, 1, -1);
+  return o->committed - o->boundary +
+         (o->nrecs - o->rec_head) * sizeof(output_record);
 }
 
-int output_flush(output_sink *o)
+/* Counts the records whose last byte was written. */
+static void ack(output_sink *o)
 {
-  size_t done = 0;
-
-  while (done < o->pending.len) {
-    ssize_t n = write(o->fd, o->pending.data + done, o->pending.len - done);
-    if (n >= 0) {
-      done += (size_t)n;
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      wait_writable(o->fd);
-    } else if (errno != EINTR) {
-      o->write_errors++;
-      log_msg("write to %s failed: %s; %zu bytes not written",
-              o->path ? o->path : "stdout", strerror(errno),
-              o->pending.len - done);
-      buf_clear(&o->pending);
-      return -1;
+  while (o->rec_head < o->nrecs && o->recs[o->rec_head].end <= o->head) {
+    const output_record *r = &o->recs[o->rec_head++];
+    if (r->dead_letter) o->dead_letters_written++;
+    else o->records_written++;
+    o->boundary = r->end;
+    if (o->backoff_ms) {
+      /* A whole record went out: space is back. Bytes of a record that
+       * was then cut off again do not count. */
+      log_msg("%s: writing to %s again", o->name, target(o));
+      o->backoff_ms = 0;
     }
   }
-  o->bytes_written += done;
-  buf_clear(&o->pending);
+}
+
+/* Drops what was written from the front of the queue. */
+static void compact(output_sink *o)
+{
+  size_t shift = o->boundary;
+
+  if (shift == 0) return;
+  if (shift != o->pending.len &&
+      (shift < OUTPUT_COMPACT_MIN || shift < o->pending.len / 2))
+    return;
+  memmove(o->pending.data, o->pending.data + shift, o->pending.len - shift);
+  o->pending.len -= shift;
+  o->head -= shift;
+  o->committed -= shift;
+  o->boundary = 0;
+  for (size_t i = o->rec_head; i < o->nrecs; i++) o->recs[i].end -= shift;
+  memmove(o->recs, o->recs + o->rec_head,
+          (o->nrecs - o->rec_head) * sizeof *o->recs);
+  o->nrecs -= o->rec_head;
+  o->rec_head = 0;
+}
+
+/* Cuts the written part of the first unwritten record off the file, so
+ * that the file ends with a whole record. */
+static int cut_torn(output_sink *o)
+{
+  size_t torn = o->head - o->boundary;
+  off_t end;
+
+  if (torn == 0 || !o->truncatable) return 0;
+  end = lseek(o->fd, 0, SEEK_CUR);
+  if (end < (off_t)torn || ftruncate(o->fd, end - (off_t)torn) != 0 ||
+      lseek(o->fd, end - (off_t)torn, SEEK_SET) < 0)
+    return -1;
+  o->head = o->boundary;
+  o->bytes_written -= torn;
   return 0;
 }
 
-int output_maybe_flush(output_sink *o)
+void output_fail(output_sink *o, const char *reason)
 {
-  return o->pending.len >= o->flush_bytes ? output_flush(o) : 0;
+  buf bytes = o->pending;
+  output_record *recs = o->recs;
+  size_t first = o->rec_head, n = o->nrecs, start = o->boundary;
+
+  if (o->state == OUTPUT_FAILED) return;
+  if (reason != o->error) snprintf(o->error, sizeof o->error, "%s", reason);
+  cut_torn(o);
+  o->state = OUTPUT_FAILED;
+  if (o->pollable) uv_poll_stop(&o->poll);
+  uv_timer_stop(&o->retry);
+  /* Detach the queue first: the callbacks may commit to this very sink
+   * (a shared dead-letter path), and those records fail at once. */
+  memset(&o->pending, 0, sizeof o->pending);
+  o->recs = NULL;
+  o->rec_head = o->nrecs = o->recs_cap = 0;
+  o->head = o->boundary = o->committed = 0;
+  o->full = false;
+  for (size_t i = first; i < n; i++) {
+    o->ev.failed(o->ev.ud, o, &recs[i], bytes.data + start,
+                 recs[i].end - start, o->error);
+    start = recs[i].end;
+  }
+  free(recs);
+  buf_free(&bytes);
+  o->ev.changed(o->ev.ud, o);
+}
+
+static void on_writable(uv_poll_t *p, int status, int events)
+{
+  output_sink *o = p->data;
+  (void)events;
+  uv_poll_stop(p);
+  if (o->state != OUTPUT_WAITING) return;
+  o->state = OUTPUT_READY;
+  if (status < 0) {
+    snprintf(o->error, sizeof o->error, "waiting to write to %s failed: %s",
+             target(o), uv_strerror(status));
+    output_fail(o, o->error);
+    return;
+  }
+  output_flush(o);
+}
+
+static void on_retry(uv_timer_t *t)
+{
+  output_sink *o = t->data;
+  if (o->state != OUTPUT_RETRYING) return;
+  o->state = OUTPUT_READY;
+  output_flush(o);
+}
+
+/* The disk is full: keep the queue, cut any torn record, retry later. */
+static void hold_for_space(output_sink *o, int err)
+{
+  if (cut_torn(o) != 0) {
+    snprintf(o->error, sizeof o->error, "write to %s failed: %s, and cutting "
+             "off the partly written record failed: %s", target(o),
+             strerror(err), strerror(errno));
+    output_fail(o, o->error);
+    return;
+  }
+  snprintf(o->error, sizeof o->error, "write to %s failed: %s", target(o),
+           strerror(err));
+  if (o->backoff_ms == 0) {
+    log_msg("%s: %s; holding its inputs and retrying", o->name, o->error);
+    o->backoff_ms = RETRY_FIRST_MS;
+  } else if (o->backoff_ms < RETRY_MAX_MS) {
+    o->backoff_ms = o->backoff_ms * 2 < RETRY_MAX_MS ? o->backoff_ms * 2
+                                                     : RETRY_MAX_MS;
+  }
+  o->state = OUTPUT_RETRYING;
+  uv_timer_start(&o->retry, on_retry, o->backoff_ms, 0);
+}
+
+static void write_queue(output_sink *o)
+{
+  while (o->head < o->committed) {
+    ssize_t n = write(o->fd, o->pending.data + o->head, o->committed - o->head);
+    int err = errno;
+    if (n > 0) {
+      o->head += (size_t)n;
+      o->bytes_written += (uint64_t)n;
+      ack(o);
+      continue;
+    }
+    if (n < 0 && err == EINTR) continue;
+    if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK) && o->pollable) {
+      o->state = OUTPUT_WAITING;
+      uv_poll_start(&o->poll, UV_WRITABLE, on_writable);
+      return;
+    }
+    if (n < 0 && (err == ENOSPC || err == EDQUOT) && o->truncatable) {
+      hold_for_space(o, err);
+      return;
+    }
+    snprintf(o->error, sizeof o->error, "write to %s failed: %s", target(o),
+             n < 0 ? strerror(err) : "it took no bytes");
+    output_fail(o, o->error);
+    return;
+  }
+}
+
+void output_flush(output_sink *o)
+{
+  bool was_idle = output_idle(o), was_full = o->full;
+
+  if (o->state != OUTPUT_READY || o->in_flush) return;
+  o->in_flush = 1;
+  write_queue(o);
+  o->in_flush = 0;
+  if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
+  compact(o);
+  if (o->full && queued(o) < o->low_water) o->full = false;
+  if (was_full != o->full || was_idle != output_idle(o))
+    o->ev.changed(o->ev.ud, o);
+}
+
+void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
+{
+  output_record r = {o->pending.len, from->input, from->position,
+                     from->is_offset, dead_letter};
+
+  if (o->state == OUTPUT_FAILED) {
+    o->ev.failed(o->ev.ud, o, &r, o->pending.data + o->committed,
+                 r.end - o->committed, o->error);
+    o->pending.len = o->committed;
+    return;
+  }
+  if (o->nrecs == o->recs_cap) {
+    size_t cap = o->recs_cap ? o->recs_cap * 2 : 1024;
+    output_record *p = realloc(o->recs, cap * sizeof *p);
+    if (!p) {
+      o->ev.failed(o->ev.ud, o, &r, o->pending.data + o->committed,
+                   r.end - o->committed, "out of memory");
+      o->pending.len = o->committed;
+      return;
+    }
+    o->recs = p;
+    o->recs_cap = cap;
+  }
+  o->recs[o->nrecs++] = r;
+  o->committed = r.end;
+  if (queued(o) >= o->high_water) o->full = true;
+  if (o->committed - o->head >= o->flush_bytes) output_flush(o);
+}
+
+bool output_full(const output_sink *o)
+{
+  return o->full;
+}
+
+bool output_idle(const output_sink *o)
+{
+  return o->state == OUTPUT_FAILED ||
+         (o->state == OUTPUT_READY && o->head == o->committed);
+}
+
+/* fsync where it means something: on files, not on pipes or devices. */
+static int sync_file(output_sink *o)
+{
+  if (!o->truncatable || fsync(o->fd) == 0) return 0;
+  log_msg("%s: fsync of %s failed: %s; records counted as written may be "
+          "lost", o->name, target(o), strerror(errno));
+  return -1;
 }
 
 int output_reopen(output_sink *o)
 {
-  int fd;
+  struct stat st;
+  int fd, rc;
 
-  if (!o->path) return 0;
+  /* Rotation concerns files; pipes and devices stay as they are. */
+  if (!o->path || !o->truncatable || o->state == OUTPUT_FAILED) return 0;
   output_flush(o);
   fd = open_path(o->path);
-  if (fd < 0) {
-    log_msg("cannot reopen %s: %s; still writing to the old file", o->path,
-            strerror(errno));
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    log_msg("%s: cannot reopen %s: %s; still writing to the old file",
+            o->name, o->path, fd < 0 ? strerror(errno) : "not a regular file");
+    if (fd >= 0) close(fd);
     return -1;
   }
+  set_blocking(fd, true);
+  rc = sync_file(o);
   close(o->fd);
   o->fd = fd;
-  return 0;
+  output_flush(o);
+  return rc;
 }
 
-void output_close(output_sink *o)
+void output_close_handles(output_sink *o)
 {
-  output_flush(o);
-  if (o->path) close(o->fd);
+  if (!o->handles_open) return;
+  o->handles_open = false;
+  uv_close((uv_handle_t *)&o->retry, NULL);
+  if (o->pollable) uv_close((uv_handle_t *)&o->poll, NULL);
+}
+
+int output_close(output_sink *o)
+{
+  int rc = 0;
+
+  if (o->fd >= 0) rc = sync_file(o);
+  close_fd(o);
   free(o->path);
+  free(o->recs);
   buf_free(&o->pending);
   memset(o, 0, sizeof *o);
+  o->fd = -1;
+  return rc;
 }

@@ -1,35 +1,125 @@
 /*
- * output.h - where encoded bytes go: stdout or a file opened for append.
+ * output.h - where encoded records go: standard output or a file, written
+ * without ever blocking the loop on a slow reader, each record acknowledged
+ * once the kernel took all of its bytes.
  *
- * A sink batches what it is given and writes it out once flush_bytes are
- * pending, or when its owner flushes (the pipeline does after every input
- * chunk), so a busy pipeline makes one write(2) per batch, not per event.
- * Encoders write straight into `pending`. A file sink reopens its path on
- * output_reopen (SIGHUP), for log rotation.
+ * A sink is a queue of whole records: one byte buffer plus, for each record,
+ * where it ends and where it came from. Producers append a record's bytes
+ * to output_buf() and then output_commit() it. The sink writes from the
+ * front of the queue; a record counts as written only when its last byte
+ * was accepted by write(2). What happens on a failed write:
+ *
+ *   EAGAIN        the reader is slow: wait on the loop until the fd is
+ *                 writable (pipes, sockets and terminals are written
+ *                 non-blocking, through a private open file description
+ *                 where the kernel gives one).
+ *   ENOSPC/EDQUOT on a regular file: the disk is full. Cut off any torn part
+ *                 of a record, so no line is ever half written or merged
+ *                 with the next, and retry with a growing back-off (50 ms to
+ *                 2 s), logging when it starts and ends. The owner holds its
+ *                 inputs meanwhile (output_full()).
+ *   anything else the sink fails for good: every queued record, and every
+ *                 record committed later, goes to the failed callback with
+ *                 the reason, so the owner can dead-letter it and stop.
+ *
+ * A record of kind dead letter is counted apart, so one sink can carry both
+ * an output's records and the dead-letter path.
  */
 #ifndef LUMBERJIT_OUTPUT_H
 #define LUMBERJIT_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "buf.h"
+#include "message.h"
+
+/* One queued record: its end in the buffer and where it came from. */
+typedef struct {
+  size_t end;
+  const char *input;
+  uint64_t position;
+  bool is_offset;
+  bool dead_letter;
+} output_record;
+
+typedef struct output_sink output_sink;
 
 typedef struct {
-  char *path;          /* NULL: standard output */
-  int fd;
-  buf pending;
-  size_t flush_bytes;
-  uint64_t bytes_written;
-  uint64_t write_errors;
-} output_sink;
+  /* A record the sink could not write; bytes are the encoded record. */
+  void (*failed)(void *ud, output_sink *o, const output_record *r,
+                 const char *bytes, size_t len, const char *reason);
+  /* The sink drained, filled up, or failed: see output_full/idle/failed. */
+  void (*changed)(void *ud, output_sink *o);
+  void *ud;
+} output_events;
 
-/* path NULL means standard output. */
-int output_open(output_sink *o, const char *path, size_t flush_bytes,
+typedef enum {
+  OUTPUT_READY,     /* writes go straight on */
+  OUTPUT_WAITING,   /* waits for the fd to become writable */
+  OUTPUT_RETRYING,  /* disk full: waits for the retry timer */
+  OUTPUT_FAILED     /* every record fails */
+} output_state;
+
+struct output_sink {
+  const char *name;       /* for messages: "output 'x'" */
+  char *path;             /* NULL: standard output */
+  int fd;                 /* what is written: may be a private reopen */
+  int restore_fd;         /* fd whose flags we changed, or -1 */
+  int restore_flags;
+  bool own_fd;            /* fd is ours to close */
+  bool pollable;          /* pipe, socket, terminal: wait with poll */
+  bool truncatable;       /* regular file: a torn tail can be cut off */
+
+  uv_loop_t *loop;
+  uv_poll_t poll;
+  uv_timer_t retry;
+  bool handles_open;
+  output_events ev;
+
+  buf pending;            /* queued bytes; those before head are written */
+  size_t head;
+  size_t boundary;        /* start of the first record not yet written */
+  size_t committed;       /* end of the last committed record */
+  output_record *recs;    /* queued records, from rec_head to nrecs */
+  size_t rec_head, nrecs, recs_cap;
+  size_t flush_bytes, high_water, low_water;
+
+  output_state state;
+  bool full;              /* above high water, not yet below low */
+  unsigned backoff_ms;
+  int in_flush;           /* guards against re-entry from callbacks */
+  char error[256];        /* why it failed or waits for space */
+  bool failure_reported;  /* the owner's: it has logged the failure */
+
+  uint64_t records_written, dead_letters_written, bytes_written;
+};
+
+/* path NULL: standard output. name names the sink in log lines. */
+int output_open(output_sink *o, uv_loop_t *loop, const char *name,
+                const char *path, size_t flush_bytes, output_events ev,
                 char *err, size_t errlen);
-/* Writes out what is pending once it reaches flush_bytes. */
-int output_maybe_flush(output_sink *o);
-int output_flush(output_sink *o);
+/* Where the next record's bytes are appended. */
+static inline buf *output_buf(output_sink *o) { return &o->pending; }
+/* Ends the record appended since the last commit; writes once flush_bytes
+ * are queued. On a failed sink the record fails at once. */
+void output_commit(output_sink *o, const msg_origin *from, bool dead_letter);
+/* Writes what the fd takes now. */
+void output_flush(output_sink *o);
+/* Queued bytes reached the high-water mark: hold the inputs. Stays true
+ * until they are back under the low-water mark. */
+bool output_full(const output_sink *o);
+/* Nothing queued and nothing to wait for. */
+bool output_idle(const output_sink *o);
+/* Fails every queued record with reason, then writes nothing more. */
+void output_fail(output_sink *o, const char *reason);
+/* fsyncs and reopens the path (log rotation); stdout is left alone. */
 int output_reopen(output_sink *o);
-void output_close(output_sink *o);
+/* Closes the loop handles; call before the loop's last run. */
+void output_close_handles(output_sink *o);
+/* fsyncs and closes; returns -1 when fsync reported an error. */
+int output_close(output_sink *o);
 
 #endif

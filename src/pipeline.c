@@ -5,10 +5,21 @@
  * Per record: the input hands a line straight from its read buffer; the
  * decoder sandbox turns it into messages in a reusable batch; each message
  * is matched against every output's matcher and, where it matches, encoded
- * by that output's encoder straight into the output's pending buffer. After
- * each read the outputs are flushed, so writes are batched per read, not
- * per event. Anything that fails goes to the dead-letter path with its
+ * by that output's encoder straight into the output's queue (output.h).
+ * After each read the outputs are flushed, so writes are batched per read,
+ * not per event. Anything that fails goes to the dead-letter path with its
  * reason and original bytes; the pipeline itself never stops on bad data.
+ *
+ * Delivery: an output counts a record delivered when the kernel took all
+ * of its bytes. While any output (or the dead-letter path) holds more than
+ * its high-water mark, every input is paused. An output that fails for
+ * good hands its records to the dead-letter path and stops the run with
+ * exit status 1; so does a dead letter that cannot be written.
+ *
+ * Stopping: a stop signal or a failed output stops the inputs (what they
+ * read is still processed), then the loop runs until every output has
+ * written what it holds. Past stop_timeout_ms (or at a second signal),
+ * what is still queued fails with that reason.
  */
 #include "pipeline.h"
 
@@ -24,13 +35,17 @@
 #include "matcher.h"
 #include "output.h"
 #include "sandbox.h"
+#include "signals.h"
+
+#define STOP_TIMEOUT_MS 5000
 
 typedef struct {
   const config_plugin *cfg;
+  char *label;               /* "output 'name'", for log lines */
   matcher *match;
   sandbox *encoder;          /* NULL: the payload as it is */
   output_sink sink;
-  uint64_t delivered, failed, skipped;
+  uint64_t failed, skipped;  /* delivered: sink.records_written */
 } pl_output;
 
 typedef struct {
@@ -52,10 +67,10 @@ struct pipeline {
   dead_letter dl;
   msg_batch batch;
   msg plain;
-  uv_signal_t sighup, sigint, sigterm;
-  bool signals_closed;
+  uv_timer_t deadline;       /* started when stopping */
+  bool stopping, paused, handles_closed;
   int status;
-  uint64_t unrouted;
+  uint64_t unrouted, pauses;
 };
 
 static int64_t now_ns(void)
@@ -67,7 +82,7 @@ static int64_t now_ns(void)
 
 static void deliver(pipeline *pl, pl_output *o, const msg *m)
 {
-  buf *b = &o->sink.pending;
+  buf *b = output_buf(&o->sink);
 
   if (o->encoder) {
     sandbox_result res;
@@ -86,8 +101,7 @@ static void deliver(pipeline *pl, pl_output *o, const msg *m)
     buf_append(b, msg_str(m, m->payload), m->payload.len);
   }
   if (o->cfg->newline) buf_append(b, "\n", 1);
-  o->delivered++;
-  output_maybe_flush(&o->sink);
+  output_commit(&o->sink, &m->origin, false);
 }
 
 static void route(pipeline *pl, const msg *m)
@@ -139,25 +153,44 @@ static void on_record(void *ud, input *in, const char *bytes, size_t len,
   for (uint32_t i = 0; i < pl->batch.len; i++) route(pl, &pl->batch.msgs[i]);
 }
 
-static void flush_all(pipeline *pl)
+static void each_sink(pipeline *pl, void (*fn)(output_sink *))
 {
-  for (size_t i = 0; i < pl->noutputs; i++) output_flush(&pl->outputs[i].sink);
-  if (pl->dl.sink) output_flush(pl->dl.sink);
+  for (size_t i = 0; i < pl->noutputs; i++) fn(&pl->outputs[i].sink);
+  if (pl->dl.owns_sink) fn(&pl->dl.own);
+}
+
+static bool any_sink(pipeline *pl, bool (*test)(const output_sink *))
+{
+  for (size_t i = 0; i < pl->noutputs; i++)
+    if (test(&pl->outputs[i].sink)) return true;
+  return pl->dl.owns_sink && test(&pl->dl.own);
+}
+
+static bool busy(const output_sink *o)
+{
+  return !output_idle(o);
+}
+
+/* Holds every input while any output is full, lets them go below its
+ * low-water mark. */
+static void apply_backpressure(pipeline *pl)
+{
+  bool full = any_sink(pl, output_full);
+
+  if (full == pl->paused) return;
+  pl->paused = full;
+  pl->pauses += full;
+  for (size_t i = 0; i < pl->ninputs; i++)
+    if (full) input_pause(&pl->inputs[i].in);
+    else input_resume(&pl->inputs[i].in);
 }
 
 static void on_chunk_done(void *ud, input *in)
 {
+  pipeline *pl = ud;
   (void)in;
-  flush_all(ud);
-}
-
-static void close_signals(pipeline *pl)
-{
-  if (pl->signals_closed) return;
-  pl->signals_closed = true;
-  uv_close((uv_handle_t *)&pl->sighup, NULL);
-  uv_close((uv_handle_t *)&pl->sigint, NULL);
-  uv_close((uv_handle_t *)&pl->sigterm, NULL);
+  each_sink(pl, output_flush);
+  apply_backpressure(pl);
 }
 
 static void on_finished(void *ud, input *in, const char *error)
@@ -168,26 +201,105 @@ static void on_finished(void *ud, input *in, const char *error)
     log_msg("input '%s' stopped: %s", in->name, error);
     pl->status = 1;
   }
-  if (--pl->running == 0) close_signals(pl);
+  pl->running--;
 }
 
-static void on_sighup(uv_signal_t *s, int signum)
+static void fail_queued(output_sink *o)
 {
-  pipeline *pl = s->data;
-  (void)signum;
-  log_msg("SIGHUP: reopening output files");
-  for (size_t i = 0; i < pl->noutputs; i++) output_reopen(&pl->outputs[i].sink);
-  if (pl->dl.sink == &pl->dl.own) output_reopen(&pl->dl.own);
+  if (busy(o)) output_fail(o, "the run stopped before the output took the "
+                              "record (stop_timeout_ms)");
 }
 
-static void on_stop_signal(uv_signal_t *s, int signum)
+/* The stop deadline: what the outputs still hold fails, the dead-letter
+ * path last, so that it can take the outputs' records if it still writes. */
+static void on_deadline(uv_timer_t *t)
 {
-  pipeline *pl = s->data;
+  pipeline *pl = t->data;
 
-  log_msg("%s: stopping", signum == SIGINT ? "SIGINT" : "SIGTERM");
+  if (!any_sink(pl, busy)) return;
+  log_msg("outputs still hold records at the stop deadline; failing them");
+  pl->status = 1;
+  for (size_t i = 0; i < pl->noutputs; i++) fail_queued(&pl->outputs[i].sink);
+  if (pl->dl.owns_sink) {
+    output_flush(&pl->dl.own);
+    fail_queued(&pl->dl.own);
+  }
+}
+
+/* why: the signal's name, or NULL when the cause was logged already. */
+static void pipeline_stop(pipeline *pl, const char *why)
+{
+  if (pl->stopping) {
+    if (why) {
+      log_msg("%s: stopping now", why);
+      on_deadline(&pl->deadline);
+    }
+    return;
+  }
+  if (why) log_msg("%s: stopping", why);
+  pl->stopping = true;
   for (size_t i = 0; i < pl->ninputs; i++) input_stop(&pl->inputs[i].in);
-  pl->running = 0;
-  close_signals(pl);
+  uv_timer_start(&pl->deadline, on_deadline, STOP_TIMEOUT_MS, 0);
+  uv_unref((uv_handle_t *)&pl->deadline);
+}
+
+static void on_stop_signal(void *ud, const char *signame)
+{
+  pipeline_stop(ud, signame);
+}
+
+static void reopen(output_sink *o)
+{
+  output_reopen(o);
+}
+
+static void on_reopen_signal(void *ud)
+{
+  log_msg("SIGHUP: reopening output files");
+  each_sink(ud, reopen);
+}
+
+static pl_output *output_of(pipeline *pl, output_sink *s)
+{
+  for (size_t i = 0; i < pl->noutputs; i++)
+    if (&pl->outputs[i].sink == s) return &pl->outputs[i];
+  return NULL;
+}
+
+/* A record a sink could not write: an output's goes to the dead-letter
+ * path; a dead letter is lost, counted, and makes the run fail. */
+static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
+                           const char *bytes, size_t len, const char *reason)
+{
+  pipeline *pl = ud;
+  pl_output *o = output_of(pl, s);
+  msg_origin from = {r->input, r->position, r->is_offset, bytes, len};
+
+  pl->status = 1;
+  if (r->dead_letter || !o) {
+    pl->dl.failed++;
+    return;
+  }
+  o->failed++;
+  if (o->cfg->newline && len > 0) from.len--; /* the output's, not the record's */
+  dead_letter_write(&pl->dl, "output", o->cfg->name, reason, &from);
+}
+
+static void on_sink_changed(void *ud, output_sink *s)
+{
+  pipeline *pl = ud;
+
+  if (s->state == OUTPUT_FAILED && !s->failure_reported) {
+    s->failure_reported = true;
+    log_msg("%s failed: %s; stopping the run", s->name, s->error);
+    pipeline_stop(pl, NULL);
+  }
+  apply_backpressure(pl);
+}
+
+static output_events sink_events(pipeline *pl)
+{
+  return (output_events){on_sink_failed, on_sink_changed, pl};
 }
 
 static sandbox *make_sandbox(pipeline *pl, const config_plugin *p,
@@ -223,8 +335,15 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
                cfg->file, p->line, p->name, why);
       return -1;
     }
-    if (output_open(&o->sink, p->type == OUTPUT_FILE ? p->path : NULL,
-                    p->flush_bytes, why, sizeof why) != 0) {
+    o->label = malloc(strlen(p->name) + sizeof "output ''");
+    if (!o->label) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    sprintf(o->label, "output '%s'", p->name);
+    if (output_open(&o->sink, pl->loop, o->label,
+                    p->type == OUTPUT_FILE ? p->path : NULL, p->flush_bytes,
+                    sink_events(pl), why, sizeof why) != 0) {
       snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
                p->name, why);
       return -1;
@@ -271,8 +390,8 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
   for (size_t i = 0; i < pl->noutputs && pl->cfg->dead_letter_output; i++)
     if (strcmp(pl->outputs[i].cfg->name, pl->cfg->dead_letter_output) == 0)
       shared = &pl->outputs[i].sink;
-  if (dead_letter_open(&pl->dl, pl->cfg->dead_letter_path, shared, why,
-                       sizeof why) != 0) {
+  if (dead_letter_open(&pl->dl, pl->loop, pl->cfg->dead_letter_path, shared,
+                       sink_events(pl), why, sizeof why) != 0) {
     snprintf(err, errlen, "%s: dead-letter path: %s", pl->cfg->file, why);
     return -1;
   }
@@ -310,6 +429,8 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   }
   pl->loop = loop;
   pl->cfg = cfg;
+  uv_timer_init(loop, &pl->deadline);
+  pl->deadline.data = pl;
   msg_init(&pl->plain);
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
@@ -355,23 +476,22 @@ static void log_summary(pipeline *pl)
             pl->inputs[i].records, pl->inputs[i].overlong, pl->inputs[i].dead);
   for (size_t i = 0; i < pl->noutputs; i++)
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
-            " skipped", pl->outputs[i].cfg->name, pl->outputs[i].delivered,
-            pl->outputs[i].failed, pl->outputs[i].skipped);
-  log_msg("%" PRIu64 " dead-letter records, %" PRIu64 " messages matched no "
-          "output", pl->dl.count, pl->unrouted);
+            " skipped", pl->outputs[i].cfg->name,
+            pl->outputs[i].sink.records_written, pl->outputs[i].failed,
+            pl->outputs[i].skipped);
+  log_msg("%" PRIu64 " dead-letter records (%" PRIu64 " written, %" PRIu64
+          " could not be written), %" PRIu64 " messages matched no output, "
+          "inputs paused %" PRIu64 " times", pl->dl.count,
+          dead_letter_written(&pl->dl), pl->dl.failed, pl->unrouted,
+          pl->pauses);
 }
 
 int pipeline_run(pipeline *pl)
 {
   char err[512];
+  signals_handler sh = {on_stop_signal, on_reopen_signal, pl};
 
-  uv_signal_init(pl->loop, &pl->sighup);
-  uv_signal_init(pl->loop, &pl->sigint);
-  uv_signal_init(pl->loop, &pl->sigterm);
-  pl->sighup.data = pl->sigint.data = pl->sigterm.data = pl;
-  uv_signal_start(&pl->sighup, on_sighup, SIGHUP);
-  uv_signal_start(&pl->sigint, on_stop_signal, SIGINT);
-  uv_signal_start(&pl->sigterm, on_stop_signal, SIGTERM);
+  signals_set_handler(&sh);
   for (size_t i = 0; i < pl->ninputs; i++) {
     if (input_start(&pl->inputs[i].in, pl->loop, err, sizeof err) != 0) {
       log_msg("%s", err);
@@ -380,17 +500,33 @@ int pipeline_run(pipeline *pl)
     }
     pl->running++;
   }
-  if (pl->running == 0) close_signals(pl);
-  uv_run(pl->loop, UV_RUN_DEFAULT);
-  flush_all(pl);
+  /* The loop ends when every input has finished and no output waits. */
+  do {
+    uv_run(pl->loop, UV_RUN_DEFAULT);
+    each_sink(pl, output_flush);
+    apply_backpressure(pl);
+  } while (pl->running > 0 || any_sink(pl, busy));
+  signals_set_handler(NULL);
   log_summary(pl);
   return pl->status;
 }
 
-void pipeline_destroy(pipeline *pl)
+/* Closes every loop handle and lets the loop finish closing them. */
+static void close_handles(pipeline *pl)
 {
-  if (!pl) return;
-  dead_letter_close(&pl->dl);
+  if (pl->handles_closed) return;
+  pl->handles_closed = true;
+  each_sink(pl, output_close_handles);
+  uv_close((uv_handle_t *)&pl->deadline, NULL);
+  uv_run(pl->loop, UV_RUN_NOWAIT);
+}
+
+int pipeline_destroy(pipeline *pl)
+{
+  int rc = 0;
+
+  if (!pl) return 0;
+  if (pl->loop) close_handles(pl);
   for (size_t i = 0; i < pl->ninputs; i++) {
     input_free(&pl->inputs[i].in);
     sandbox_destroy(pl->inputs[i].decoder);
@@ -399,12 +535,15 @@ void pipeline_destroy(pipeline *pl)
     pl_output *o = &pl->outputs[i];
     sandbox_destroy(o->encoder);
     matcher_free(o->match);
-    output_close(&o->sink);
+    if (output_close(&o->sink) != 0) rc = -1;
+    free(o->label);
   }
+  if (dead_letter_close(&pl->dl) != 0) rc = -1;
   sandbox_watchdog_stop(pl->wd);
   msg_batch_free(&pl->batch);
   msg_free(&pl->plain);
   free(pl->inputs);
   free(pl->outputs);
   free(pl);
+  return rc;
 }
