@@ -2,9 +2,9 @@
  * config.c - loads and validates the configuration file (see config.h).
  *
  * The file runs in a plain Lua state with the JIT off, only the base,
- * string, table and math libraries, and a count hook that ends it after
- * CONFIG_INSTRUCTION_BUDGET instructions. The globals it creates are then
- * read with the C API. Line numbers are found in the source text: a
+ * string, table and math libraries, an instruction budget and a memory
+ * limit (see "evaluation" below). The globals it creates are then read with
+ * the C API. Line numbers are found in the source text: a
  * plugin's line is where `name =` starts a line, a key's line is the first
  * `key =` after it; the file:line of Lua syntax and runtime errors comes
  * from Lua itself.
@@ -33,8 +33,14 @@
 #include "matcher.h"
 
 #define CONFIG_INSTRUCTION_BUDGET 10000000
+#define CONFIG_MEMORY_LIMIT (64u << 20)
+#define CONFIG_MEMORY_SLACK (1u << 20) /* to raise the memory-limit error */
 #define CONFIG_MAX_SIZE (1u << 20)
 #define SETTINGS_MAX_DEPTH 16
+
+/* Why the evaluation was stopped; once set, it never runs another
+ * instruction (see evaluate). */
+typedef enum { RUNNING, STOPPED_BUDGET, STOPPED_MEMORY } loader_stop;
 
 typedef struct {
   const char *file;   /* as given */
@@ -44,6 +50,10 @@ typedef struct {
   char *err;
   size_t errlen;
   int instructions;
+  size_t mem_used;    /* bytes the state holds */
+  bool mem_enforce;   /* while the file runs: CONFIG_MEMORY_LIMIT applies */
+  loader_stop stop;
+  int stop_line;      /* the file's line running when it was stopped, or 0 */
 } loader;
 
 typedef struct {
@@ -593,13 +603,76 @@ static int check_references(loader *ld, const config *cfg)
   return 0;
 }
 
-/* ---- evaluation ---- */
+/* ---- evaluation ----
+ *
+ * The count hook first runs after CONFIG_INSTRUCTION_BUDGET instructions;
+ * the allocator notes when the state would hold more than
+ * CONFIG_MEMORY_LIMIT. Either stops the file for good: the hook then runs
+ * before every instruction and raises an error each time, so no pcall that
+ * catches it can go on. Requests past the limit are granted up to
+ * CONFIG_MEMORY_SLACK, so the next instruction reaches the hook and the
+ * error gets its line; larger ones are refused (LuaJIT raises "not enough
+ * memory"). The message is built from ld->stop, not from the error value,
+ * which may be whatever a refused allocation left.
+ */
+
+static void budget_hook(lua_State *L, lua_Debug *ar);
+
+static void stop_evaluation(loader *ld, loader_stop why)
+{
+  if (ld->stop != RUNNING) return;
+  ld->stop = why;
+  lua_sethook(ld->L, budget_hook, LUA_MASKCOUNT, 1);
+}
+
+static void stop_message(const loader *ld, char *out, size_t len)
+{
+  char line[32] = "";
+
+  if (ld->stop_line > 0) snprintf(line, sizeof line, ":%d", ld->stop_line);
+  if (ld->stop == STOPPED_BUDGET)
+    snprintf(out, len, "%s%s: the configuration ran more than %d "
+             "instructions", ld->file, line, CONFIG_INSTRUCTION_BUDGET);
+  else
+    snprintf(out, len, "%s%s: the configuration went over its memory limit "
+             "of %u MiB", ld->file, line, CONFIG_MEMORY_LIMIT >> 20);
+}
+
+static void *config_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  loader *ld = ud;
+  void *p;
+
+  if (ptr == NULL) osize = 0; /* LuaJIT passes a type tag there */
+  if (nsize == 0) {
+    free(ptr);
+    ld->mem_used -= osize;
+    return NULL;
+  }
+  if (ld->mem_enforce && nsize > osize &&
+      ld->mem_used - osize + nsize > CONFIG_MEMORY_LIMIT) {
+    stop_evaluation(ld, STOPPED_MEMORY);
+    if (ld->mem_used - osize + nsize > CONFIG_MEMORY_LIMIT + CONFIG_MEMORY_SLACK)
+      return NULL;
+  }
+  p = realloc(ptr, nsize);
+  if (p) ld->mem_used = ld->mem_used - osize + nsize;
+  return p;
+}
 
 static void budget_hook(lua_State *L, lua_Debug *ar)
 {
-  (void)ar;
-  luaL_error(L, "the configuration runs too long (over %d instructions)",
-             CONFIG_INSTRUCTION_BUDGET);
+  char why[1024];
+  void *ud;
+  loader *ld;
+
+  lua_getallocf(L, &ud);
+  ld = ud;
+  stop_evaluation(ld, STOPPED_BUDGET);
+  if (ld->stop_line <= 0 && lua_getinfo(L, "l", ar)) ld->stop_line = ar->currentline;
+  stop_message(ld, why, sizeof why);
+  lua_pushstring(L, why);
+  lua_error(L);
 }
 
 static int open_config_env(lua_State *L)
@@ -690,6 +763,58 @@ static int read_file_globals(loader *ld, config *cfg, int base_table)
   return 0;
 }
 
+/* xpcall, with the handler run once the error has unwound rather than
+ * within its raise: an error the budget hook raises is raised with hooks
+ * off, so a handler run there could loop for ever. A configuration has no
+ * debug library, so the handler loses nothing it could read. */
+static int config_xpcall(lua_State *L)
+{
+  int n = lua_gettop(L);
+
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checkstack(L, n, "too many arguments");
+  lua_pushvalue(L, 1);
+  for (int i = 3; i <= n; i++) lua_pushvalue(L, i);
+  if (lua_pcall(L, n - 2, LUA_MULTRET, 0) == 0) {
+    lua_pushboolean(L, 1);
+    lua_insert(L, n + 1);
+    return lua_gettop(L) - n;
+  }
+  lua_pushvalue(L, 2);
+  lua_insert(L, -2);
+  lua_call(L, 1, 1);
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  return 2;
+}
+
+/* The message of a failed load or run: Lua's own, which names the line,
+ * with the file put in front where it does not (error("x", 0), error(42));
+ * an error value that is no string is described, never converted. */
+static int eval_fail(loader *ld)
+{
+  lua_State *L = ld->L;
+  size_t flen = strlen(ld->file);
+  const char *text;
+
+  ld->mem_enforce = false;
+  if (ld->stop != RUNNING) {
+    stop_message(ld, ld->err, ld->errlen);
+    return -1;
+  }
+  text = lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER
+      ? lua_tostring(L, -1) : NULL;
+  if (!text)
+    snprintf(ld->err, ld->errlen, "%s: error object is a %s value", ld->file,
+             luaL_typename(L, -1));
+  else if ((strncmp(text, ld->file, flen) == 0 && text[flen] == ':') ||
+           strncmp(text, "...", 3) == 0) /* a long name Lua shortened */
+    snprintf(ld->err, ld->errlen, "%s", text);
+  else
+    snprintf(ld->err, ld->errlen, "%s: %s", ld->file, text);
+  return -1;
+}
+
 static int evaluate(loader *ld, config *cfg, size_t len)
 {
   lua_State *L = ld->L;
@@ -698,6 +823,7 @@ static int evaluate(loader *ld, config *cfg, size_t len)
   luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
   if (lua_cpcall(L, open_config_env, NULL) != 0)
     return fail(ld, 0, "cannot prepare the configuration environment");
+  lua_register(L, "xpcall", config_xpcall);
   /* Remember what the environment holds, to tell the file's globals. */
   lua_newtable(L);
   base_table = lua_gettop(L);
@@ -709,15 +835,14 @@ static int evaluate(loader *ld, config *cfg, size_t len)
     lua_pop(L, 1);
   }
   lua_pushfstring(L, "@%s", ld->file);
-  if (luaL_loadbufferx(L, ld->text, len, lua_tostring(L, -1), "t") != 0) {
-    snprintf(ld->err, ld->errlen, "%s", lua_tostring(L, -1));
-    return -1;
-  }
+  if (luaL_loadbufferx(L, ld->text, len, lua_tostring(L, -1), "t") != 0)
+    return eval_fail(ld);
   lua_sethook(L, budget_hook, LUA_MASKCOUNT, CONFIG_INSTRUCTION_BUDGET);
-  if (lua_pcall(L, 0, 0, 0) != 0) {
-    snprintf(ld->err, ld->errlen, "%s", lua_tostring(L, -1));
-    return -1;
-  }
+  ld->mem_enforce = true;
+  /* A tail call can end the file over the memory limit with no instruction
+   * left to stop it. */
+  if (lua_pcall(L, 0, 0, 0) != 0 || ld->stop != RUNNING) return eval_fail(ld);
+  ld->mem_enforce = false;
   lua_sethook(L, NULL, 0, 0);
   lua_pop(L, 1);
   if (read_file_globals(ld, cfg, base_table) != 0) return -1;
@@ -749,8 +874,9 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
     if (len > CONFIG_MAX_SIZE) {
       rc = fail(&ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
     } else {
-      ld.L = luaL_newstate();
-      rc = ld.L ? evaluate(&ld, cfg, len) : fail(&ld, 0, "out of memory");
+      ld.L = lua_newstate(config_alloc, &ld);
+      rc = ld.L ? evaluate(&ld, cfg, len)
+                : fail(&ld, 0, "cannot create a Lua state (out of memory?)");
       if (ld.L) lua_close(ld.L);
     }
   }

@@ -8,10 +8,11 @@
  *   lumberjit = { dead_letter_path = "dead-letter.log" }   -- global settings
  *
  * The file is evaluated once, in a Lua state with only the base, string,
- * table and math libraries (no io, os, require, load of files) and an
- * instruction budget. Every global table with a `type` is a plugin instance
- * named by the global; `lumberjit` holds the global settings. Validation
- * errors name the file, the line and the key.
+ * table and math libraries (no io, os, require, load of files), stopped for
+ * good after 10,000,000 instructions or once it holds more than 64 MiB.
+ * Every global table with a `type` is a plugin instance named by the global;
+ * `lumberjit` holds the global settings. Validation errors name the file,
+ * the line and the key.
  */
 #ifndef LUMBERJIT_CONFIG_H
 #define LUMBERJIT_CONFIG_H
