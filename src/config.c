@@ -16,12 +16,15 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -140,23 +143,34 @@ static int fail(loader *ld, int line, const char *fmt, ...)
 typedef struct {
   loader *ld;
   const config_plugin *p;
-  const char *type_name;
+  const char *type_name;  /* NULL for the global settings */
 } plugin_ctx;
+
+/* How errors name the table: "output 'out' (stdout_output)", or "global
+ * settings 'lumberjit'". */
+static const char *table_label(const plugin_ctx *c, char *label, size_t len)
+{
+  if (c->type_name)
+    snprintf(label, len, "%s '%s' (%s)", role_names[c->p->role], c->p->name,
+             c->type_name);
+  else
+    snprintf(label, len, "global settings '%s'", c->p->name);
+  return label;
+}
 
 static int key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 
 static int key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
 {
-  char what[512];
+  char what[512], label[256];
   va_list ap;
 
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   return fail(c->ld, find_key_line(c->ld->text, key, c->p->line),
-              "%s '%s' (%s): key '%s' %s", role_names[c->p->role], c->p->name,
-              c->type_name, key, what);
+              "%s: key '%s' %s", table_label(c, label, sizeof label), key, what);
 }
 
 /* Pushes t[key] without metamethods (a config's metatable must not run
@@ -259,10 +273,11 @@ static int check_keys(plugin_ctx *c, const char *const *known, bool open_ended)
     const char *key;
     lua_pop(L, 1);
     if (lua_type(L, -1) != LUA_TSTRING) {
+      char label[256];
       if (open_ended) continue;
       lua_pop(L, 1);
-      return fail(c->ld, c->p->line, "%s '%s' (%s): keys must be names",
-                  role_names[c->p->role], c->p->name, c->type_name);
+      return fail(c->ld, c->p->line, "%s: keys must be names",
+                  table_label(c, label, sizeof label));
     }
     key = lua_tostring(L, -1);
     if (!in_list(known, key)) {
@@ -273,8 +288,12 @@ static int check_keys(plugin_ctx *c, const char *const *known, bool open_ended)
           return rc;
         }
       if (!open_ended) {
-        int rc = key_fail(c, key, "is unknown for %s (known: type and the "
-                          "keys in README.md)", c->type_name);
+        char names[512] = "";
+        int rc;
+        for (const char *const *k = known; *k; k++)
+          snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                   k == known ? "" : ", ", *k);
+        rc = key_fail(c, key, "is unknown (known: %s)", names);
         lua_pop(L, 1);
         return rc;
       }
@@ -395,33 +414,52 @@ static char *join_path(const char *dir, const char *name)
   return s;
 }
 
+/* What a file that is no regular file is, for errors. */
+static const char *file_kind(mode_t mode)
+{
+  return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+       : S_ISSOCK(mode) ? "a socket" : "a device";
+}
+
 /* A plugin's Lua file: absolute, or relative to the config file's
- * directory, or to the bundled sandbox/ directory. */
+ * directory, or to the bundled sandbox/ directory. The first that exists
+ * must be a readable regular file: a FIFO would block the plugin's load. */
 static int resolve_filename(plugin_ctx *c, config_plugin *p)
 {
-  char *given = NULL;
   const char *dirs[] = {c->ld->dir, LUMBERJIT_SANDBOX_DIR};
+  char *given = NULL, *path = NULL;
+  struct stat st;
+  size_t i, n;
+  int err = 0;
 
   if (read_string(c, "filename", true, &given) != 0) return -1;
-  if (given[0] == '/') {
-    if (access(given, R_OK) == 0) {
-      p->filename = given;
-      return 0;
-    }
-  } else {
-    for (size_t i = 0; i < 2; i++) {
-      char *path = join_path(dirs[i], given);
-      if (path && access(path, R_OK) == 0) {
-        p->filename = path;
-        free(given);
-        return 0;
-      }
-      free(path);
-    }
+  n = given[0] == '/' ? 1 : 2;
+  for (i = 0; i < n; i++) {
+    path = given[0] == '/' ? strdup(given) : join_path(dirs[i], given);
+    if (!path || stat(path, &st) == 0) break;
+    err = errno;
+    free(path);
+    path = NULL;
   }
-  key_fail(c, "filename", "names '%s', which is not a readable file (looked "
-           "in %s and %s)", given, c->ld->dir, LUMBERJIT_SANDBOX_DIR);
+  if (i == n && n == 1)
+    key_fail(c, "filename", "names '%s', which is not a readable file: %s",
+             given, strerror(err));
+  else if (i == n)
+    key_fail(c, "filename", "names '%s', which is not a readable file (looked "
+             "in %s and %s)", given, c->ld->dir, LUMBERJIT_SANDBOX_DIR);
+  else if (!path)
+    key_fail(c, "filename", "cannot be stored: out of memory");
+  else if (!S_ISREG(st.st_mode))
+    key_fail(c, "filename", "names '%s', which is %s, not a regular file (%s)",
+             given, file_kind(st.st_mode), path);
+  else if (access(path, R_OK) != 0)
+    key_fail(c, "filename", "names '%s', which is not a readable file (%s: %s)",
+             given, path, strerror(errno));
+  else
+    p->filename = path;
   free(given);
+  if (p->filename) return 0;
+  free(path);
   return -1;
 }
 
@@ -547,7 +585,7 @@ static int read_plugin(loader *ld, config_plugin *p, const plugin_type_info *ti)
 static int read_globals(loader *ld, config *cfg, int line)
 {
   config_plugin g = {.name = "lumberjit", .line = line};
-  plugin_ctx c = {ld, &g, "global settings"};
+  plugin_ctx c = {ld, &g, NULL};
   uint64_t v = cfg->watchdog_interval_ms;
   char *dl_path = NULL;
 
@@ -597,8 +635,9 @@ static int check_references(loader *ld, const config *cfg)
     dl = config_find(cfg, cfg->dead_letter_output, PLUGIN_OUTPUT);
     if (!dl)
       return fail(ld, find_key_line(ld->text, "dead_letter_output", 1),
-                  "lumberjit: key 'dead_letter_output' names '%s', which is "
-                  "not an output in this file", cfg->dead_letter_output);
+                  "global settings 'lumberjit': key 'dead_letter_output' "
+                  "names '%s', which is not an output in this file",
+                  cfg->dead_letter_output);
   }
   return 0;
 }
@@ -849,11 +888,39 @@ static int evaluate(loader *ld, config *cfg, size_t len)
   return check_references(ld, cfg);
 }
 
+/* Reads the file into ld->text. It is opened without blocking and must be
+ * a regular file: a FIFO would wait for a writer, a directory reads as an
+ * empty file. */
+static int read_source(loader *ld, size_t *len)
+{
+  int fd = open(ld->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  ssize_t n = -1;
+
+  *len = 0;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    snprintf(ld->err, ld->errlen, "%s: cannot open the configuration file: "
+             "%s", ld->file, strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    snprintf(ld->err, ld->errlen, "%s: the configuration file is %s, not a "
+             "regular file", ld->file, file_kind(st.st_mode));
+  } else {
+    do {
+      n = read(fd, ld->text + *len, CONFIG_MAX_SIZE + 1 - *len);
+      if (n > 0) *len += (size_t)n;
+    } while ((n > 0 && *len <= CONFIG_MAX_SIZE) || (n < 0 && errno == EINTR));
+    if (n < 0)
+      snprintf(ld->err, ld->errlen, "%s: cannot read the configuration file: "
+               "%s", ld->file, strerror(errno));
+  }
+  if (fd >= 0) close(fd);
+  return n < 0 ? -1 : 0;
+}
+
 int config_load(const char *path, config *cfg, char *err, size_t errlen)
 {
   loader ld = {.file = path, .err = err, .errlen = errlen};
   const char *slash = strrchr(path, '/');
-  FILE *f;
   size_t len;
   int rc;
 
@@ -863,22 +930,18 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   cfg->watchdog_interval_ms = 10;
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
-  f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open the configuration file", path);
+  if (!cfg->file || !cfg->dead_letter_path || !ld.dir || !ld.text) {
+    rc = fail(&ld, 0, "out of memory");
+  } else if (read_source(&ld, &len) != 0) {
     rc = -1;
+  } else if (len > CONFIG_MAX_SIZE) {
+    rc = fail(&ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
   } else {
-    len = fread(ld.text, 1, CONFIG_MAX_SIZE + 1, f);
-    fclose(f);
-    ld.text[len > CONFIG_MAX_SIZE ? CONFIG_MAX_SIZE : len] = '\0';
-    if (len > CONFIG_MAX_SIZE) {
-      rc = fail(&ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
-    } else {
-      ld.L = lua_newstate(config_alloc, &ld);
-      rc = ld.L ? evaluate(&ld, cfg, len)
-                : fail(&ld, 0, "cannot create a Lua state (out of memory?)");
-      if (ld.L) lua_close(ld.L);
-    }
+    ld.text[len] = '\0';
+    ld.L = lua_newstate(config_alloc, &ld);
+    rc = ld.L ? evaluate(&ld, cfg, len)
+              : fail(&ld, 0, "cannot create a Lua state (out of memory?)");
+    if (ld.L) lua_close(ld.L);
   }
   free(ld.text);
   free(ld.dir);

@@ -7,12 +7,15 @@
  *   out = { type = "stdout_output", encoder = "json", message_matcher = "TRUE" }
  *   lumberjit = { dead_letter_path = "dead-letter.log" }   -- global settings
  *
- * The file is evaluated once, in a Lua state with only the base, string,
- * table and math libraries (no io, os, require, load of files), stopped for
- * good after 10,000,000 instructions or once it holds more than 64 MiB.
- * Every global table with a `type` is a plugin instance named by the global;
- * `lumberjit` holds the global settings. Validation errors name the file,
- * the line and the key.
+ * The file must be a regular file (a FIFO is refused, never waited on). It
+ * is evaluated once, in a Lua state with only the base, string, table and
+ * math libraries (no io, os, require, load of files), stopped for good after
+ * 10,000,000 instructions or once it holds more than 64 MiB. Every global
+ * table with a `type` is a plugin instance named by the global; `lumberjit`
+ * holds the global settings. Validation errors name the file, the line and
+ * the key.
+ *
+ * Decoder and encoder files must be regular files too.
  */
 #ifndef LUMBERJIT_CONFIG_H
 #define LUMBERJIT_CONFIG_H

@@ -272,4 +272,57 @@ describe("configuration errors", function()
       assert.are.equal("lumberjit: " .. case[2] .. "\n", r.stderr)
     end
   end)
+
+  it("refuses a configuration path that is a directory or a FIFO, without blocking", function()
+    local dir = make_dir("", {}, "mkdir conf.d && mkfifo fifo.lua")
+    local r = run_in(dir, "--check -c conf.d")
+    assert.are.equal(1, r.status)
+    assert.are.equal("lumberjit: conf.d: the configuration file is a directory, not a regular file\n", r.stderr)
+    r = run_in(dir, "--check -c fifo.lua")
+    assert.are.equal(1, r.status)
+    assert.are.equal("lumberjit: fifo.lua: the configuration file is a FIFO, not a regular file\n", r.stderr)
+    r = run_in(dir, "--check -c missing.lua")
+    assert.are.equal("lumberjit: missing.lua: cannot open the configuration file: No such file or directory\n", r.stderr)
+    run.cleanup(dir)
+  end)
+
+  it("refuses a plugin file that is a directory or a FIFO", function()
+    local config = [[
+stdin = { type = "stdin_input", decoder = "d" }
+d = { type = "decoder",
+  filename = "%s" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]]
+    local r = check(config:format("plugins"), nil, "mkdir plugins")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:3: decoder 'd' %(decoder%): key 'filename' names 'plugins', which is a directory, not a regular file", r.stderr)
+    r = check(config:format("fifo.lua"), nil, "mkfifo fifo.lua")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:3: decoder 'd' %(decoder%): key 'filename' names 'fifo.lua', which is a FIFO, not a regular file", r.stderr)
+  end)
+
+  it("names the global settings as such", function()
+    local r = check([[
+stdin = { type = "stdin_input" }
+lumberjit = {
+  colour = "blue",
+}
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.are.equal(1, r.status)
+    assert.are.equal("lumberjit: config.lua:3: global settings 'lumberjit': key 'colour' is unknown " ..
+      "(known: dead_letter_path, dead_letter_output, watchdog_interval_ms)\n", r.stderr)
+    r = check([[
+lumberjit = { watchdog_interval_ms = 0 }
+stdin = { type = "stdin_input" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.matches("config.lua:1: global settings 'lumberjit': key 'watchdog_interval_ms' must be at least 1", r.stderr)
+    r = check([[
+lumberjit = { dead_letter_output = "nowhere" }
+stdin = { type = "stdin_input" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.matches("config.lua:1: global settings 'lumberjit': key 'dead_letter_output' names 'nowhere'", r.stderr)
+  end)
 end)
