@@ -4,7 +4,8 @@
  * The file runs in a plain Lua state with the JIT off, only the base,
  * string, table and math libraries, an instruction budget and a memory
  * limit (see "evaluation" below). The globals it creates are then read with
- * the C API. Line numbers are found in the source text: a
+ * the C API, and the files they name are checked (see "the files inputs
+ * read and outputs write"). Line numbers are found in the source text: a
  * plugin's line is where `name =` starts a line, a key's line is the first
  * `key =` after it; the file:line of Lua syntax and runtime errors comes
  * from Lua itself.
@@ -53,6 +54,7 @@ typedef struct {
   char *err;
   size_t errlen;
   int instructions;
+  int globals_line;   /* where `lumberjit =` is, or 0 */
   size_t mem_used;    /* bytes the state holds */
   bool mem_enforce;   /* while the file runs: CONFIG_MEMORY_LIMIT applies */
   loader_stop stop;
@@ -589,6 +591,7 @@ static int read_globals(loader *ld, config *cfg, int line)
   uint64_t v = cfg->watchdog_interval_ms;
   char *dl_path = NULL;
 
+  ld->globals_line = line;
   if (check_keys(&c, global_keys, false) != 0 ||
       read_string(&c, "dead_letter_path", false, &dl_path) != 0 ||
       read_string(&c, "dead_letter_output", false, &cfg->dead_letter_output) != 0 ||
@@ -640,6 +643,108 @@ static int check_references(loader *ld, const config *cfg)
                   cfg->dead_letter_output);
   }
   return 0;
+}
+
+/* ---- the files inputs read and outputs write ----
+ *
+ * Checked on every load, so that a run fails at its start rather than
+ * half-way: a file an input reads must exist and not be a directory (FIFOs
+ * and devices are fine, and stat never blocks on them, as open could); a
+ * file an output appends to needs its directory; and no input may read a
+ * file lumberjit itself writes, which would feed its output back to it
+ * without end. Files are compared by device and inode, so out.log,
+ * ./out.log, a symlink and a hard link to it are one file; an output that
+ * does not exist yet cannot be what an input reads, since those exist.
+ * Character devices are exempt: reading and writing /dev/null is no loop.
+ */
+
+typedef struct {
+  char what[300];     /* "the file output 'out' writes" */
+  const char *path;
+  struct stat st;
+  bool exists;
+} written_file;
+
+static int check_written(loader *ld, const char *who, const char *key,
+                         int line, written_file *w)
+{
+  const char *slash = strrchr(w->path, '/');
+  char *dir;
+  struct stat ds;
+  int err, rc = 0;
+
+  w->exists = stat(w->path, &w->st) == 0;
+  if (w->exists)
+    return S_ISDIR(w->st.st_mode)
+      ? fail(ld, line, "%s: cannot open %s for appending: it is a directory "
+             "(key '%s')", who, w->path, key)
+      : 0;
+  err = errno;
+  dir = slash == w->path ? strdup("/")
+      : slash ? strndup(w->path, (size_t)(slash - w->path)) : strdup(".");
+  if (!dir) return fail(ld, line, "out of memory");
+  if (err != ENOENT)
+    rc = fail(ld, line, "%s: cannot open %s for appending: %s (key '%s')",
+              who, w->path, strerror(err), key);
+  else if (stat(dir, &ds) != 0)
+    rc = fail(ld, line, "%s: cannot open %s for appending: its directory %s "
+              "does not exist (key '%s')", who, w->path, dir, key);
+  free(dir);
+  return rc;
+}
+
+static int check_read(loader *ld, const config_plugin *p, int line,
+                      struct stat *st)
+{
+  if (stat(p->path, st) != 0)
+    return fail(ld, line, "input '%s': cannot open %s: %s (key 'path')",
+                p->name, p->path, strerror(errno));
+  if (S_ISDIR(st->st_mode))
+    return fail(ld, line, "input '%s': cannot read %s: it is a directory "
+                "(key 'path')", p->name, p->path);
+  return 0;
+}
+
+static int check_files(loader *ld, const config *cfg)
+{
+  written_file *w = calloc(cfg->nplugins + 1, sizeof *w);
+  size_t nw = 0;
+  int rc = 0;
+
+  if (!w) return fail(ld, 1, "out of memory");
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    char who[256];
+    if (p->type != OUTPUT_FILE) continue;
+    snprintf(w[nw].what, sizeof w[nw].what, "the file output '%s' writes",
+             p->name);
+    snprintf(who, sizeof who, "output '%s'", p->name);
+    w[nw].path = p->path;
+    rc = check_written(ld, who, "path", find_key_line(ld->text, "path", p->line),
+                       &w[nw++]);
+  }
+  if (rc == 0 && !cfg->dead_letter_output) {
+    snprintf(w[nw].what, sizeof w[nw].what, "the dead-letter file");
+    w[nw].path = cfg->dead_letter_path;
+    rc = check_written(ld, "global settings 'lumberjit'", "dead_letter_path",
+                       ld->globals_line ? find_key_line(ld->text,
+                         "dead_letter_path", ld->globals_line) : 1,
+                       &w[nw++]);
+  }
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    int line = find_key_line(ld->text, "path", p->line);
+    struct stat st;
+    if (p->type != INPUT_FILE) continue;
+    rc = check_read(ld, p, line, &st);
+    for (size_t j = 0; j < nw && rc == 0; j++)
+      if (w[j].exists && !S_ISCHR(st.st_mode) && st.st_dev == w[j].st.st_dev &&
+          st.st_ino == w[j].st.st_ino)
+        rc = fail(ld, line, "input '%s' reads %s ('%s' and '%s' are one file)",
+                  p->name, w[j].what, p->path, w[j].path);
+  }
+  free(w);
+  return rc;
 }
 
 /* ---- evaluation ----
@@ -884,8 +989,10 @@ static int evaluate(loader *ld, config *cfg, size_t len)
   ld->mem_enforce = false;
   lua_sethook(L, NULL, 0, 0);
   lua_pop(L, 1);
-  if (read_file_globals(ld, cfg, base_table) != 0) return -1;
-  return check_references(ld, cfg);
+  if (read_file_globals(ld, cfg, base_table) != 0 ||
+      check_references(ld, cfg) != 0)
+    return -1;
+  return check_files(ld, cfg);
 }
 
 /* Reads the file into ld->text. It is opened without blocking and must be

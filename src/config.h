@@ -15,7 +15,10 @@
  * holds the global settings. Validation errors name the file, the line and
  * the key.
  *
- * Decoder and encoder files must be regular files too.
+ * The files the plugins name are checked on every load, --check or run:
+ * decoder and encoder files are regular files; a file_input's file exists
+ * and is no directory; a file_output's file and the dead-letter file have
+ * their directory; and no input reads a file lumberjit writes.
  */
 #ifndef LUMBERJIT_CONFIG_H
 #define LUMBERJIT_CONFIG_H

@@ -326,3 +326,88 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     assert.matches("config.lua:1: global settings 'lumberjit': key 'dead_letter_output' names 'nowhere'", r.stderr)
   end)
 end)
+
+describe("files the configuration names", function()
+  local out = 'out = { type = "stdout_output", message_matcher = "TRUE" }\n'
+
+  it("requires a file input's file to exist and not be a directory", function()
+    local r = check('local x = 1\ntail = { type = "file_input", path = "missing.log" }\n' .. out)
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: input 'tail': cannot open missing.log: No such file or directory %(key 'path'%)", r.stderr)
+    r = check('tail = { type = "file_input",\n  path = "logs" }\n' .. out, {}, "mkdir logs")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: input 'tail': cannot read logs: it is a directory %(key 'path'%)", r.stderr)
+  end)
+
+  it("takes FIFOs and devices as file inputs, without opening them", function()
+    for _, path in ipairs({"fifo", "/dev/null", "/dev/zero"}) do
+      local r = check(string.format([[
+lumberjit = { dead_letter_path = "/dev/null" }
+tail = { type = "file_input", path = "%s" }
+null = { type = "file_output", path = "/dev/null", message_matcher = "TRUE" }
+]], path), {}, "mkfifo fifo")
+      assert.are.equal("", r.stderr)
+      assert.are.equal(0, r.status)
+    end
+  end)
+
+  it("requires the directory an output or the dead letters are written to", function()
+    local r = check([[
+stdin = { type = "stdin_input" }
+out = { type = "file_output", message_matcher = "TRUE",
+  path = "no/such/dir/out.log" }
+]])
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:3: output 'out': cannot open no/such/dir/out.log for appending: " ..
+      "its directory no/such/dir does not exist %(key 'path'%)", r.stderr)
+    r = check('stdin = { type = "stdin_input" }\nout = { type = "file_output", message_matcher = "TRUE", path = "logs" }\n',
+      {}, "mkdir logs")
+    assert.matches("config.lua:2: output 'out': cannot open logs for appending: it is a directory", r.stderr)
+    r = check('lumberjit = {\n  dead_letter_path = "gone/dead.log",\n}\nstdin = { type = "stdin_input" }\n' .. out)
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: global settings 'lumberjit': cannot open gone/dead.log for appending: " ..
+      "its directory gone does not exist %(key 'dead_letter_path'%)", r.stderr)
+    -- A dead-letter path is not used, so not checked, when an output takes
+    -- the dead letters.
+    r = check('lumberjit = { dead_letter_path = "gone/dead.log", dead_letter_output = "out" }\n' ..
+      'stdin = { type = "stdin_input" }\n' .. out)
+    assert.are.equal(0, r.status)
+  end)
+
+  it("refuses an input that reads what lumberjit writes, however the path is spelled", function()
+    local cases = {
+      {"./out.log", "out.log"},
+      {"out.log", "./sub/../out.log"},
+      {"link.log", "out.log"},
+      {"hard.log", "out.log"},
+    }
+    for _, case in ipairs(cases) do
+      local r = check(string.format([[
+stdin = { type = "stdin_input" }
+tail = { type = "file_input", path = "%s" }
+out = { type = "file_output", path = "%s", message_matcher = "TRUE" }
+]], case[1], case[2]), {["out.log"] = "old\n"}, "mkdir sub && ln -s out.log link.log && ln out.log hard.log")
+      assert.are.equal(1, r.status)
+      assert.matches(string.format("config.lua:2: input 'tail' reads the file output 'out' writes %%('%s' and '%s' are one file%%)",
+        case[1]:gsub("%p", "%%%0"), case[2]:gsub("%p", "%%%0")), r.stderr)
+    end
+    local r = check([[
+lumberjit = { dead_letter_path = "dead.log" }
+tail = { type = "file_input", path = "./dead.log" }
+]] .. out, {["dead.log"] = ""})
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: input 'tail' reads the dead%-letter file %('./dead.log' and 'dead.log' are one file%)", r.stderr)
+  end)
+
+  it("checks the files on a run too, before reading anything", function()
+    local dir = make_dir([[
+tail = { type = "file_input", path = "out.log" }
+out = { type = "file_output", path = "./out.log", message_matcher = "TRUE" }
+]], {["out.log"] = "one line\n"})
+    local r = run_in(dir, "-c config.lua")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:1: input 'tail' reads the file output 'out' writes", r.stderr)
+    assert.are.equal("one line\n", run.read(dir .. "/out.log"))
+    run.cleanup(dir)
+  end)
+end)
