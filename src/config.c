@@ -2,9 +2,10 @@
  * config.c - loads and validates the configuration file (see config.h).
  *
  * The file runs in a plain Lua state with the JIT off, only the base,
- * string, table and math libraries, and a count hook that ends it after
- * CONFIG_INSTRUCTION_BUDGET instructions. The globals it creates are then
- * read with the C API. Line numbers are found in the source text: a
+ * string, table and math libraries, an instruction budget and a memory
+ * limit (see "evaluation" below). The globals it creates are then read with
+ * the C API, and the files they name are checked (see "the files inputs
+ * read and outputs write"). Line numbers are found in the source text: a
  * plugin's line is where `name =` starts a line, a key's line is the first
  * `key =` after it; the file:line of Lua syntax and runtime errors comes
  * from Lua itself.
@@ -16,12 +17,15 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -33,8 +37,14 @@
 #include "matcher.h"
 
 #define CONFIG_INSTRUCTION_BUDGET 10000000
+#define CONFIG_MEMORY_LIMIT (64u << 20)
+#define CONFIG_MEMORY_SLACK (1u << 20) /* to raise the memory-limit error */
 #define CONFIG_MAX_SIZE (1u << 20)
 #define SETTINGS_MAX_DEPTH 16
+
+/* Why the evaluation was stopped; once set, it never runs another
+ * instruction (see evaluate). */
+typedef enum { RUNNING, STOPPED_BUDGET, STOPPED_MEMORY } loader_stop;
 
 typedef struct {
   const char *file;   /* as given */
@@ -44,6 +54,11 @@ typedef struct {
   char *err;
   size_t errlen;
   int instructions;
+  int globals_line;   /* where `lumberjit =` is, or 0 */
+  size_t mem_used;    /* bytes the state holds */
+  bool mem_enforce;   /* while the file runs: CONFIG_MEMORY_LIMIT applies */
+  loader_stop stop;
+  int stop_line;      /* the file's line running when it was stopped, or 0 */
 } loader;
 
 typedef struct {
@@ -130,23 +145,34 @@ static int fail(loader *ld, int line, const char *fmt, ...)
 typedef struct {
   loader *ld;
   const config_plugin *p;
-  const char *type_name;
+  const char *type_name;  /* NULL for the global settings */
 } plugin_ctx;
+
+/* How errors name the table: "output 'out' (stdout_output)", or "global
+ * settings 'lumberjit'". */
+static const char *table_label(const plugin_ctx *c, char *label, size_t len)
+{
+  if (c->type_name)
+    snprintf(label, len, "%s '%s' (%s)", role_names[c->p->role], c->p->name,
+             c->type_name);
+  else
+    snprintf(label, len, "global settings '%s'", c->p->name);
+  return label;
+}
 
 static int key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 
 static int key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
 {
-  char what[512];
+  char what[512], label[256];
   va_list ap;
 
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   return fail(c->ld, find_key_line(c->ld->text, key, c->p->line),
-              "%s '%s' (%s): key '%s' %s", role_names[c->p->role], c->p->name,
-              c->type_name, key, what);
+              "%s: key '%s' %s", table_label(c, label, sizeof label), key, what);
 }
 
 /* Pushes t[key] without metamethods (a config's metatable must not run
@@ -249,10 +275,11 @@ static int check_keys(plugin_ctx *c, const char *const *known, bool open_ended)
     const char *key;
     lua_pop(L, 1);
     if (lua_type(L, -1) != LUA_TSTRING) {
+      char label[256];
       if (open_ended) continue;
       lua_pop(L, 1);
-      return fail(c->ld, c->p->line, "%s '%s' (%s): keys must be names",
-                  role_names[c->p->role], c->p->name, c->type_name);
+      return fail(c->ld, c->p->line, "%s: keys must be names",
+                  table_label(c, label, sizeof label));
     }
     key = lua_tostring(L, -1);
     if (!in_list(known, key)) {
@@ -263,8 +290,12 @@ static int check_keys(plugin_ctx *c, const char *const *known, bool open_ended)
           return rc;
         }
       if (!open_ended) {
-        int rc = key_fail(c, key, "is unknown for %s (known: type and the "
-                          "keys in README.md)", c->type_name);
+        char names[512] = "";
+        int rc;
+        for (const char *const *k = known; *k; k++)
+          snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                   k == known ? "" : ", ", *k);
+        rc = key_fail(c, key, "is unknown (known: %s)", names);
         lua_pop(L, 1);
         return rc;
       }
@@ -385,33 +416,52 @@ static char *join_path(const char *dir, const char *name)
   return s;
 }
 
+/* What a file that is no regular file is, for errors. */
+static const char *file_kind(mode_t mode)
+{
+  return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+       : S_ISSOCK(mode) ? "a socket" : "a device";
+}
+
 /* A plugin's Lua file: absolute, or relative to the config file's
- * directory, or to the bundled sandbox/ directory. */
+ * directory, or to the bundled sandbox/ directory. The first that exists
+ * must be a readable regular file: a FIFO would block the plugin's load. */
 static int resolve_filename(plugin_ctx *c, config_plugin *p)
 {
-  char *given = NULL;
   const char *dirs[] = {c->ld->dir, LUMBERJIT_SANDBOX_DIR};
+  char *given = NULL, *path = NULL;
+  struct stat st;
+  size_t i, n;
+  int err = 0;
 
   if (read_string(c, "filename", true, &given) != 0) return -1;
-  if (given[0] == '/') {
-    if (access(given, R_OK) == 0) {
-      p->filename = given;
-      return 0;
-    }
-  } else {
-    for (size_t i = 0; i < 2; i++) {
-      char *path = join_path(dirs[i], given);
-      if (path && access(path, R_OK) == 0) {
-        p->filename = path;
-        free(given);
-        return 0;
-      }
-      free(path);
-    }
+  n = given[0] == '/' ? 1 : 2;
+  for (i = 0; i < n; i++) {
+    path = given[0] == '/' ? strdup(given) : join_path(dirs[i], given);
+    if (!path || stat(path, &st) == 0) break;
+    err = errno;
+    free(path);
+    path = NULL;
   }
-  key_fail(c, "filename", "names '%s', which is not a readable file (looked "
-           "in %s and %s)", given, c->ld->dir, LUMBERJIT_SANDBOX_DIR);
+  if (i == n && n == 1)
+    key_fail(c, "filename", "names '%s', which is not a readable file: %s",
+             given, strerror(err));
+  else if (i == n)
+    key_fail(c, "filename", "names '%s', which is not a readable file (looked "
+             "in %s and %s)", given, c->ld->dir, LUMBERJIT_SANDBOX_DIR);
+  else if (!path)
+    key_fail(c, "filename", "cannot be stored: out of memory");
+  else if (!S_ISREG(st.st_mode))
+    key_fail(c, "filename", "names '%s', which is %s, not a regular file (%s)",
+             given, file_kind(st.st_mode), path);
+  else if (access(path, R_OK) != 0)
+    key_fail(c, "filename", "names '%s', which is not a readable file (%s: %s)",
+             given, path, strerror(errno));
+  else
+    p->filename = path;
   free(given);
+  if (p->filename) return 0;
+  free(path);
   return -1;
 }
 
@@ -537,10 +587,11 @@ static int read_plugin(loader *ld, config_plugin *p, const plugin_type_info *ti)
 static int read_globals(loader *ld, config *cfg, int line)
 {
   config_plugin g = {.name = "lumberjit", .line = line};
-  plugin_ctx c = {ld, &g, "global settings"};
+  plugin_ctx c = {ld, &g, NULL};
   uint64_t v = cfg->watchdog_interval_ms;
   char *dl_path = NULL;
 
+  ld->globals_line = line;
   if (check_keys(&c, global_keys, false) != 0 ||
       read_string(&c, "dead_letter_path", false, &dl_path) != 0 ||
       read_string(&c, "dead_letter_output", false, &cfg->dead_letter_output) != 0 ||
@@ -587,19 +638,185 @@ static int check_references(loader *ld, const config *cfg)
     dl = config_find(cfg, cfg->dead_letter_output, PLUGIN_OUTPUT);
     if (!dl)
       return fail(ld, find_key_line(ld->text, "dead_letter_output", 1),
-                  "lumberjit: key 'dead_letter_output' names '%s', which is "
-                  "not an output in this file", cfg->dead_letter_output);
+                  "global settings 'lumberjit': key 'dead_letter_output' "
+                  "names '%s', which is not an output in this file",
+                  cfg->dead_letter_output);
   }
   return 0;
 }
 
-/* ---- evaluation ---- */
+/* ---- the files inputs read and outputs write ----
+ *
+ * Checked on every load, so that a run fails at its start rather than
+ * half-way: a file an input reads must exist and not be a directory (FIFOs
+ * and devices are fine, and stat never blocks on them, as open could); a
+ * file an output appends to needs its directory; and no input may read a
+ * file lumberjit itself writes, which would feed its output back to it
+ * without end. Files are compared by device and inode, so out.log,
+ * ./out.log, a symlink and a hard link to it are one file; an output that
+ * does not exist yet cannot be what an input reads, since those exist.
+ * Character devices are exempt: reading and writing /dev/null is no loop.
+ */
+
+typedef struct {
+  char what[300];     /* "the file output 'out' writes" */
+  const char *path;
+  struct stat st;
+  bool exists;
+} written_file;
+
+static int check_written(loader *ld, const char *who, const char *key,
+                         int line, written_file *w)
+{
+  const char *slash = strrchr(w->path, '/');
+  char *dir;
+  struct stat ds;
+  int err, rc = 0;
+
+  w->exists = stat(w->path, &w->st) == 0;
+  if (w->exists)
+    return S_ISDIR(w->st.st_mode)
+      ? fail(ld, line, "%s: cannot open %s for appending: it is a directory "
+             "(key '%s')", who, w->path, key)
+      : 0;
+  err = errno;
+  dir = slash == w->path ? strdup("/")
+      : slash ? strndup(w->path, (size_t)(slash - w->path)) : strdup(".");
+  if (!dir) return fail(ld, line, "out of memory");
+  if (err != ENOENT)
+    rc = fail(ld, line, "%s: cannot open %s for appending: %s (key '%s')",
+              who, w->path, strerror(err), key);
+  else if (stat(dir, &ds) != 0)
+    rc = fail(ld, line, "%s: cannot open %s for appending: its directory %s "
+              "does not exist (key '%s')", who, w->path, dir, key);
+  free(dir);
+  return rc;
+}
+
+static int check_read(loader *ld, const config_plugin *p, int line,
+                      struct stat *st)
+{
+  if (stat(p->path, st) != 0)
+    return fail(ld, line, "input '%s': cannot open %s: %s (key 'path')",
+                p->name, p->path, strerror(errno));
+  if (S_ISDIR(st->st_mode))
+    return fail(ld, line, "input '%s': cannot read %s: it is a directory "
+                "(key 'path')", p->name, p->path);
+  return 0;
+}
+
+static int check_files(loader *ld, const config *cfg)
+{
+  written_file *w = calloc(cfg->nplugins + 1, sizeof *w);
+  size_t nw = 0;
+  int rc = 0;
+
+  if (!w) return fail(ld, 1, "out of memory");
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    char who[256];
+    if (p->type != OUTPUT_FILE) continue;
+    snprintf(w[nw].what, sizeof w[nw].what, "the file output '%s' writes",
+             p->name);
+    snprintf(who, sizeof who, "output '%s'", p->name);
+    w[nw].path = p->path;
+    rc = check_written(ld, who, "path", find_key_line(ld->text, "path", p->line),
+                       &w[nw++]);
+  }
+  if (rc == 0 && !cfg->dead_letter_output) {
+    snprintf(w[nw].what, sizeof w[nw].what, "the dead-letter file");
+    w[nw].path = cfg->dead_letter_path;
+    rc = check_written(ld, "global settings 'lumberjit'", "dead_letter_path",
+                       ld->globals_line ? find_key_line(ld->text,
+                         "dead_letter_path", ld->globals_line) : 1,
+                       &w[nw++]);
+  }
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    int line = find_key_line(ld->text, "path", p->line);
+    struct stat st;
+    if (p->type != INPUT_FILE) continue;
+    rc = check_read(ld, p, line, &st);
+    for (size_t j = 0; j < nw && rc == 0; j++)
+      if (w[j].exists && !S_ISCHR(st.st_mode) && st.st_dev == w[j].st.st_dev &&
+          st.st_ino == w[j].st.st_ino)
+        rc = fail(ld, line, "input '%s' reads %s ('%s' and '%s' are one file)",
+                  p->name, w[j].what, p->path, w[j].path);
+  }
+  free(w);
+  return rc;
+}
+
+/* ---- evaluation ----
+ *
+ * The count hook first runs after CONFIG_INSTRUCTION_BUDGET instructions;
+ * the allocator notes when the state would hold more than
+ * CONFIG_MEMORY_LIMIT. Either stops the file for good: the hook then runs
+ * before every instruction and raises an error each time, so no pcall that
+ * catches it can go on. Requests past the limit are granted up to
+ * CONFIG_MEMORY_SLACK, so the next instruction reaches the hook and the
+ * error gets its line; larger ones are refused (LuaJIT raises "not enough
+ * memory"). The message is built from ld->stop, not from the error value,
+ * which may be whatever a refused allocation left.
+ */
+
+static void budget_hook(lua_State *L, lua_Debug *ar);
+
+static void stop_evaluation(loader *ld, loader_stop why)
+{
+  if (ld->stop != RUNNING) return;
+  ld->stop = why;
+  lua_sethook(ld->L, budget_hook, LUA_MASKCOUNT, 1);
+}
+
+static void stop_message(const loader *ld, char *out, size_t len)
+{
+  char line[32] = "";
+
+  if (ld->stop_line > 0) snprintf(line, sizeof line, ":%d", ld->stop_line);
+  if (ld->stop == STOPPED_BUDGET)
+    snprintf(out, len, "%s%s: the configuration ran more than %d "
+             "instructions", ld->file, line, CONFIG_INSTRUCTION_BUDGET);
+  else
+    snprintf(out, len, "%s%s: the configuration went over its memory limit "
+             "of %u MiB", ld->file, line, CONFIG_MEMORY_LIMIT >> 20);
+}
+
+static void *config_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  loader *ld = ud;
+  void *p;
+
+  if (ptr == NULL) osize = 0; /* LuaJIT passes a type tag there */
+  if (nsize == 0) {
+    free(ptr);
+    ld->mem_used -= osize;
+    return NULL;
+  }
+  if (ld->mem_enforce && nsize > osize &&
+      ld->mem_used - osize + nsize > CONFIG_MEMORY_LIMIT) {
+    stop_evaluation(ld, STOPPED_MEMORY);
+    if (ld->mem_used - osize + nsize > CONFIG_MEMORY_LIMIT + CONFIG_MEMORY_SLACK)
+      return NULL;
+  }
+  p = realloc(ptr, nsize);
+  if (p) ld->mem_used = ld->mem_used - osize + nsize;
+  return p;
+}
 
 static void budget_hook(lua_State *L, lua_Debug *ar)
 {
-  (void)ar;
-  luaL_error(L, "the configuration runs too long (over %d instructions)",
-             CONFIG_INSTRUCTION_BUDGET);
+  char why[1024];
+  void *ud;
+  loader *ld;
+
+  lua_getallocf(L, &ud);
+  ld = ud;
+  stop_evaluation(ld, STOPPED_BUDGET);
+  if (ld->stop_line <= 0 && lua_getinfo(L, "l", ar)) ld->stop_line = ar->currentline;
+  stop_message(ld, why, sizeof why);
+  lua_pushstring(L, why);
+  lua_error(L);
 }
 
 static int open_config_env(lua_State *L)
@@ -690,6 +907,58 @@ static int read_file_globals(loader *ld, config *cfg, int base_table)
   return 0;
 }
 
+/* xpcall, with the handler run once the error has unwound rather than
+ * within its raise: an error the budget hook raises is raised with hooks
+ * off, so a handler run there could loop for ever. A configuration has no
+ * debug library, so the handler loses nothing it could read. */
+static int config_xpcall(lua_State *L)
+{
+  int n = lua_gettop(L);
+
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checkstack(L, n, "too many arguments");
+  lua_pushvalue(L, 1);
+  for (int i = 3; i <= n; i++) lua_pushvalue(L, i);
+  if (lua_pcall(L, n - 2, LUA_MULTRET, 0) == 0) {
+    lua_pushboolean(L, 1);
+    lua_insert(L, n + 1);
+    return lua_gettop(L) - n;
+  }
+  lua_pushvalue(L, 2);
+  lua_insert(L, -2);
+  lua_call(L, 1, 1);
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  return 2;
+}
+
+/* The message of a failed load or run: Lua's own, which names the line,
+ * with the file put in front where it does not (error("x", 0), error(42));
+ * an error value that is no string is described, never converted. */
+static int eval_fail(loader *ld)
+{
+  lua_State *L = ld->L;
+  size_t flen = strlen(ld->file);
+  const char *text;
+
+  ld->mem_enforce = false;
+  if (ld->stop != RUNNING) {
+    stop_message(ld, ld->err, ld->errlen);
+    return -1;
+  }
+  text = lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER
+      ? lua_tostring(L, -1) : NULL;
+  if (!text)
+    snprintf(ld->err, ld->errlen, "%s: error object is a %s value", ld->file,
+             luaL_typename(L, -1));
+  else if ((strncmp(text, ld->file, flen) == 0 && text[flen] == ':') ||
+           strncmp(text, "...", 3) == 0) /* a long name Lua shortened */
+    snprintf(ld->err, ld->errlen, "%s", text);
+  else
+    snprintf(ld->err, ld->errlen, "%s: %s", ld->file, text);
+  return -1;
+}
+
 static int evaluate(loader *ld, config *cfg, size_t len)
 {
   lua_State *L = ld->L;
@@ -698,6 +967,7 @@ static int evaluate(loader *ld, config *cfg, size_t len)
   luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
   if (lua_cpcall(L, open_config_env, NULL) != 0)
     return fail(ld, 0, "cannot prepare the configuration environment");
+  lua_register(L, "xpcall", config_xpcall);
   /* Remember what the environment holds, to tell the file's globals. */
   lua_newtable(L);
   base_table = lua_gettop(L);
@@ -709,26 +979,55 @@ static int evaluate(loader *ld, config *cfg, size_t len)
     lua_pop(L, 1);
   }
   lua_pushfstring(L, "@%s", ld->file);
-  if (luaL_loadbufferx(L, ld->text, len, lua_tostring(L, -1), "t") != 0) {
-    snprintf(ld->err, ld->errlen, "%s", lua_tostring(L, -1));
-    return -1;
-  }
+  if (luaL_loadbufferx(L, ld->text, len, lua_tostring(L, -1), "t") != 0)
+    return eval_fail(ld);
   lua_sethook(L, budget_hook, LUA_MASKCOUNT, CONFIG_INSTRUCTION_BUDGET);
-  if (lua_pcall(L, 0, 0, 0) != 0) {
-    snprintf(ld->err, ld->errlen, "%s", lua_tostring(L, -1));
-    return -1;
-  }
+  ld->mem_enforce = true;
+  /* A tail call can end the file over the memory limit with no instruction
+   * left to stop it. */
+  if (lua_pcall(L, 0, 0, 0) != 0 || ld->stop != RUNNING) return eval_fail(ld);
+  ld->mem_enforce = false;
   lua_sethook(L, NULL, 0, 0);
   lua_pop(L, 1);
-  if (read_file_globals(ld, cfg, base_table) != 0) return -1;
-  return check_references(ld, cfg);
+  if (read_file_globals(ld, cfg, base_table) != 0 ||
+      check_references(ld, cfg) != 0)
+    return -1;
+  return check_files(ld, cfg);
+}
+
+/* Reads the file into ld->text. It is opened without blocking and must be
+ * a regular file: a FIFO would wait for a writer, a directory reads as an
+ * empty file. */
+static int read_source(loader *ld, size_t *len)
+{
+  int fd = open(ld->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  ssize_t n = -1;
+
+  *len = 0;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    snprintf(ld->err, ld->errlen, "%s: cannot open the configuration file: "
+             "%s", ld->file, strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    snprintf(ld->err, ld->errlen, "%s: the configuration file is %s, not a "
+             "regular file", ld->file, file_kind(st.st_mode));
+  } else {
+    do {
+      n = read(fd, ld->text + *len, CONFIG_MAX_SIZE + 1 - *len);
+      if (n > 0) *len += (size_t)n;
+    } while ((n > 0 && *len <= CONFIG_MAX_SIZE) || (n < 0 && errno == EINTR));
+    if (n < 0)
+      snprintf(ld->err, ld->errlen, "%s: cannot read the configuration file: "
+               "%s", ld->file, strerror(errno));
+  }
+  if (fd >= 0) close(fd);
+  return n < 0 ? -1 : 0;
 }
 
 int config_load(const char *path, config *cfg, char *err, size_t errlen)
 {
   loader ld = {.file = path, .err = err, .errlen = errlen};
   const char *slash = strrchr(path, '/');
-  FILE *f;
   size_t len;
   int rc;
 
@@ -738,21 +1037,18 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   cfg->watchdog_interval_ms = 10;
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
-  f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open the configuration file", path);
+  if (!cfg->file || !cfg->dead_letter_path || !ld.dir || !ld.text) {
+    rc = fail(&ld, 0, "out of memory");
+  } else if (read_source(&ld, &len) != 0) {
     rc = -1;
+  } else if (len > CONFIG_MAX_SIZE) {
+    rc = fail(&ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
   } else {
-    len = fread(ld.text, 1, CONFIG_MAX_SIZE + 1, f);
-    fclose(f);
-    ld.text[len > CONFIG_MAX_SIZE ? CONFIG_MAX_SIZE : len] = '\0';
-    if (len > CONFIG_MAX_SIZE) {
-      rc = fail(&ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
-    } else {
-      ld.L = luaL_newstate();
-      rc = ld.L ? evaluate(&ld, cfg, len) : fail(&ld, 0, "out of memory");
-      if (ld.L) lua_close(ld.L);
-    }
+    ld.text[len] = '\0';
+    ld.L = lua_newstate(config_alloc, &ld);
+    rc = ld.L ? evaluate(&ld, cfg, len)
+              : fail(&ld, 0, "cannot create a Lua state (out of memory?)");
+    if (ld.L) lua_close(ld.L);
   }
   free(ld.text);
   free(ld.dir);

@@ -7,11 +7,18 @@
  *   out = { type = "stdout_output", encoder = "json", message_matcher = "TRUE" }
  *   lumberjit = { dead_letter_path = "dead-letter.log" }   -- global settings
  *
- * The file is evaluated once, in a Lua state with only the base, string,
- * table and math libraries (no io, os, require, load of files) and an
- * instruction budget. Every global table with a `type` is a plugin instance
- * named by the global; `lumberjit` holds the global settings. Validation
- * errors name the file, the line and the key.
+ * The file must be a regular file (a FIFO is refused, never waited on). It
+ * is evaluated once, in a Lua state with only the base, string, table and
+ * math libraries (no io, os, require, load of files), stopped for good after
+ * 10,000,000 instructions or once it holds more than 64 MiB. Every global
+ * table with a `type` is a plugin instance named by the global; `lumberjit`
+ * holds the global settings. Validation errors name the file, the line and
+ * the key.
+ *
+ * The files the plugins name are checked on every load, --check or run:
+ * decoder and encoder files are regular files; a file_input's file exists
+ * and is no directory; a file_output's file and the dead-letter file have
+ * their directory; and no input reads a file lumberjit writes.
  */
 #ifndef LUMBERJIT_CONFIG_H
 #define LUMBERJIT_CONFIG_H

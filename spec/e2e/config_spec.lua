@@ -4,10 +4,37 @@ local run = dofile("spec/e2e/run.lua")
 
 local good_decoder = "function process_message(line) inject_message({Payload = line}) end\n"
 
-local function check(config, files)
-  files = files or {["d.lua"] = good_decoder}
-  local r = run.lumberjit{config = config, files = files, args = "--check"}
-  run.cleanup(r.dir)
+-- Runs lumberjit with args in dir, killed after 20 s (status 137) so that a
+-- configuration that hangs fails its spec rather than the whole suite.
+local function run_in(dir, args)
+  local cmd = string.format("cd %s && timeout -s KILL 20 %s %s < /dev/null > stdout 2> stderr; echo $?",
+    run.quote(dir), run.quote(run.bin), args)
+  return {
+    status = tonumber(io.popen(cmd):read("*l")),
+    stdout = run.read(dir .. "/stdout"),
+    stderr = run.read(dir .. "/stderr"),
+  }
+end
+
+-- A fresh directory with config.lua, the files given and what the shell
+-- script `setup` makes there.
+local function make_dir(config, files, setup)
+  local dir = run.tmpdir()
+  run.write(dir .. "/config.lua", config)
+  for name, text in pairs(files or {["d.lua"] = good_decoder}) do
+    run.write(dir .. "/" .. name, text)
+  end
+  if setup then
+    local ok = os.execute("cd " .. run.quote(dir) .. " && " .. setup)
+    assert(ok == true or ok == 0, "setup failed: " .. setup)
+  end
+  return dir
+end
+
+local function check(config, files, setup)
+  local dir = make_dir(config, files, setup)
+  local r = run_in(dir, "--check -c config.lua")
+  run.cleanup(dir)
   return r
 end
 
@@ -122,7 +149,7 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     end
     local r = check("while true do end\n")
     assert.are.equal(1, r.status)
-    assert.matches("runs too long", r.stderr)
+    assert.matches("config.lua:1: the configuration ran more than 10000000 instructions", r.stderr)
     -- Reading the tables after the run uses no metamethods.
     r = check([[
 stdin = setmetatable({ type = "stdin_input" }, { __index = function() error("boom") end })
@@ -170,5 +197,217 @@ end
     assert.are.equal('quote " backslash \\ newline \n tab \t nul \0 end' ..
       "|a|b|true|decoder|0.10000000000000001|9007199254740992|nil\n", r.stdout)
     run.cleanup(r.dir)
+  end)
+end)
+
+describe("configuration limits", function()
+  it("keeps a config stopped once its instruction budget is spent", function()
+    -- pcall, xpcall's handler and coroutines catch the budget error; each
+    -- is stopped again at its next instruction.
+    for _, code in ipairs({
+      "while true do pcall(function() while true do end end) end",
+      "while true do xpcall(function() while true do end end, function() while true do end end) end",
+      "while true do pcall(coroutine.wrap(function() while true do end end)) end",
+    }) do
+      local r = check("local x = 1\n" .. code .. "\n")
+      assert.are.equal(1, r.status)
+      assert.matches("^lumberjit: config.lua:2: the configuration ran more than 10000000 instructions\n$", r.stderr)
+    end
+  end)
+
+  it("stops a config at its memory limit, caught or not", function()
+    for _, code in ipairs({
+      'local t = {} for i=1,1e9 do t[i]=("x"):rep(1000)..i end',
+      'local t = {} while true do pcall(function() for i=1,1e9 do t[#t+1]=("x"):rep(1000)..i end end) end',
+    }) do
+      local r = check("local x = 1\n" .. code .. "\n")
+      assert.are.equal(1, r.status)
+      assert.matches("^lumberjit: config.lua:2: the configuration went over its memory limit of 64 MiB\n$", r.stderr)
+    end
+    -- One refused request leaves Lua no instruction to name the line by.
+    local r = check('local s = ("x"):rep(2^30)\n')
+    assert.are.equal(1, r.status)
+    assert.matches("^lumberjit: config.lua: the configuration went over its memory limit of 64 MiB\n$", r.stderr)
+    r = check('while true do pcall(string.rep, "x", 2^30) end\n')
+    assert.matches("^lumberjit: config.lua:1: the configuration went over its memory limit", r.stderr)
+    -- Nor does a tail call that goes over the limit as the file ends.
+    r = check([[
+stdin = { type = "stdin_input" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+local t = {}
+while gcinfo() < 64 * 1024 - 400 do t[#t + 1] = ("x"):rep(2^16 - 64) .. #t end
+return ("y"):rep(2^18)
+]])
+    assert.are.equal(1, r.status)
+    assert.matches("^lumberjit: config.lua: the configuration went over its memory limit of 64 MiB\n$", r.stderr)
+  end)
+
+  it("runs an xpcall handler with the error, after the call", function()
+    local r = check([[
+local ok, e = xpcall(function(a, b) return a + b end, function(m) return "handled: " .. m end, 1, nil)
+assert(not ok and e:match("^handled: config.lua:1: attempt to perform arithmetic"), e)
+local results = {xpcall(function(...) return ... end, error, 1, nil, 3)}
+assert(results[1] == true and results[2] == 1 and results[3] == nil and results[4] == 3)
+stdin = { type = "stdin_input" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.are.equal("", r.stderr)
+    assert.are.equal(0, r.status)
+  end)
+end)
+
+describe("configuration errors", function()
+  it("describes an error value that is no string", function()
+    local cases = {
+      {"error({})", "config.lua: error object is a table value"},
+      {"error(setmetatable({}, {__tostring = function() while true do end end}))",
+       "config.lua: error object is a table value"},
+      {"error()", "config.lua: error object is a nil value"},
+      {"error(42)", "config.lua:1: 42"},
+      {"error('no position', 0)", "config.lua: no position"},
+    }
+    for _, case in ipairs(cases) do
+      local r = check(case[1] .. "\n")
+      assert.are.equal(1, r.status)
+      assert.are.equal("lumberjit: " .. case[2] .. "\n", r.stderr)
+    end
+  end)
+
+  it("refuses a configuration path that is a directory or a FIFO, without blocking", function()
+    local dir = make_dir("", {}, "mkdir conf.d && mkfifo fifo.lua")
+    local r = run_in(dir, "--check -c conf.d")
+    assert.are.equal(1, r.status)
+    assert.are.equal("lumberjit: conf.d: the configuration file is a directory, not a regular file\n", r.stderr)
+    r = run_in(dir, "--check -c fifo.lua")
+    assert.are.equal(1, r.status)
+    assert.are.equal("lumberjit: fifo.lua: the configuration file is a FIFO, not a regular file\n", r.stderr)
+    r = run_in(dir, "--check -c missing.lua")
+    assert.are.equal("lumberjit: missing.lua: cannot open the configuration file: No such file or directory\n", r.stderr)
+    run.cleanup(dir)
+  end)
+
+  it("refuses a plugin file that is a directory or a FIFO", function()
+    local config = [[
+stdin = { type = "stdin_input", decoder = "d" }
+d = { type = "decoder",
+  filename = "%s" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]]
+    local r = check(config:format("plugins"), nil, "mkdir plugins")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:3: decoder 'd' %(decoder%): key 'filename' names 'plugins', which is a directory, not a regular file", r.stderr)
+    r = check(config:format("fifo.lua"), nil, "mkfifo fifo.lua")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:3: decoder 'd' %(decoder%): key 'filename' names 'fifo.lua', which is a FIFO, not a regular file", r.stderr)
+  end)
+
+  it("names the global settings as such", function()
+    local r = check([[
+stdin = { type = "stdin_input" }
+lumberjit = {
+  colour = "blue",
+}
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.are.equal(1, r.status)
+    assert.are.equal("lumberjit: config.lua:3: global settings 'lumberjit': key 'colour' is unknown " ..
+      "(known: dead_letter_path, dead_letter_output, watchdog_interval_ms)\n", r.stderr)
+    r = check([[
+lumberjit = { watchdog_interval_ms = 0 }
+stdin = { type = "stdin_input" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.matches("config.lua:1: global settings 'lumberjit': key 'watchdog_interval_ms' must be at least 1", r.stderr)
+    r = check([[
+lumberjit = { dead_letter_output = "nowhere" }
+stdin = { type = "stdin_input" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]])
+    assert.matches("config.lua:1: global settings 'lumberjit': key 'dead_letter_output' names 'nowhere'", r.stderr)
+  end)
+end)
+
+describe("files the configuration names", function()
+  local out = 'out = { type = "stdout_output", message_matcher = "TRUE" }\n'
+
+  it("requires a file input's file to exist and not be a directory", function()
+    local r = check('local x = 1\ntail = { type = "file_input", path = "missing.log" }\n' .. out)
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: input 'tail': cannot open missing.log: No such file or directory %(key 'path'%)", r.stderr)
+    r = check('tail = { type = "file_input",\n  path = "logs" }\n' .. out, {}, "mkdir logs")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: input 'tail': cannot read logs: it is a directory %(key 'path'%)", r.stderr)
+  end)
+
+  it("takes FIFOs and devices as file inputs, without opening them", function()
+    for _, path in ipairs({"fifo", "/dev/null", "/dev/zero"}) do
+      local r = check(string.format([[
+lumberjit = { dead_letter_path = "/dev/null" }
+tail = { type = "file_input", path = "%s" }
+null = { type = "file_output", path = "/dev/null", message_matcher = "TRUE" }
+]], path), {}, "mkfifo fifo")
+      assert.are.equal("", r.stderr)
+      assert.are.equal(0, r.status)
+    end
+  end)
+
+  it("requires the directory an output or the dead letters are written to", function()
+    local r = check([[
+stdin = { type = "stdin_input" }
+out = { type = "file_output", message_matcher = "TRUE",
+  path = "no/such/dir/out.log" }
+]])
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:3: output 'out': cannot open no/such/dir/out.log for appending: " ..
+      "its directory no/such/dir does not exist %(key 'path'%)", r.stderr)
+    r = check('stdin = { type = "stdin_input" }\nout = { type = "file_output", message_matcher = "TRUE", path = "logs" }\n',
+      {}, "mkdir logs")
+    assert.matches("config.lua:2: output 'out': cannot open logs for appending: it is a directory", r.stderr)
+    r = check('lumberjit = {\n  dead_letter_path = "gone/dead.log",\n}\nstdin = { type = "stdin_input" }\n' .. out)
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: global settings 'lumberjit': cannot open gone/dead.log for appending: " ..
+      "its directory gone does not exist %(key 'dead_letter_path'%)", r.stderr)
+    -- A dead-letter path is not used, so not checked, when an output takes
+    -- the dead letters.
+    r = check('lumberjit = { dead_letter_path = "gone/dead.log", dead_letter_output = "out" }\n' ..
+      'stdin = { type = "stdin_input" }\n' .. out)
+    assert.are.equal(0, r.status)
+  end)
+
+  it("refuses an input that reads what lumberjit writes, however the path is spelled", function()
+    local cases = {
+      {"./out.log", "out.log"},
+      {"out.log", "./sub/../out.log"},
+      {"link.log", "out.log"},
+      {"hard.log", "out.log"},
+    }
+    for _, case in ipairs(cases) do
+      local r = check(string.format([[
+stdin = { type = "stdin_input" }
+tail = { type = "file_input", path = "%s" }
+out = { type = "file_output", path = "%s", message_matcher = "TRUE" }
+]], case[1], case[2]), {["out.log"] = "old\n"}, "mkdir sub && ln -s out.log link.log && ln out.log hard.log")
+      assert.are.equal(1, r.status)
+      assert.matches(string.format("config.lua:2: input 'tail' reads the file output 'out' writes %%('%s' and '%s' are one file%%)",
+        case[1]:gsub("%p", "%%%0"), case[2]:gsub("%p", "%%%0")), r.stderr)
+    end
+    local r = check([[
+lumberjit = { dead_letter_path = "dead.log" }
+tail = { type = "file_input", path = "./dead.log" }
+]] .. out, {["dead.log"] = ""})
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:2: input 'tail' reads the dead%-letter file %('./dead.log' and 'dead.log' are one file%)", r.stderr)
+  end)
+
+  it("checks the files on a run too, before reading anything", function()
+    local dir = make_dir([[
+tail = { type = "file_input", path = "out.log" }
+out = { type = "file_output", path = "./out.log", message_matcher = "TRUE" }
+]], {["out.log"] = "one line\n"})
+    local r = run_in(dir, "-c config.lua")
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:1: input 'tail' reads the file output 'out' writes", r.stderr)
+    assert.are.equal("one line\n", run.read(dir .. "/out.log"))
+    run.cleanup(dir)
   end)
 end)
