@@ -94,7 +94,8 @@ static const char *const file_output_keys[] = {
   "type", "encoder", "message_matcher", "newline", "flush_bytes", "path", NULL
 };
 static const char *const global_keys[] = {
-  "dead_letter_path", "dead_letter_output", "watchdog_interval_ms", NULL
+  "dead_letter_path", "dead_letter_output", "watchdog_interval_ms",
+  "stop_timeout_ms", NULL
 };
 
 /* ---- line numbers from the source text ---- */
@@ -588,15 +589,17 @@ static int read_globals(loader *ld, config *cfg, int line)
 {
   config_plugin g = {.name = "lumberjit", .line = line};
   plugin_ctx c = {ld, &g, NULL};
-  uint64_t v = cfg->watchdog_interval_ms;
+  uint64_t v = cfg->watchdog_interval_ms, stop = cfg->stop_timeout_ms;
   char *dl_path = NULL;
 
   ld->globals_line = line;
   if (check_keys(&c, global_keys, false) != 0 ||
       read_string(&c, "dead_letter_path", false, &dl_path) != 0 ||
       read_string(&c, "dead_letter_output", false, &cfg->dead_letter_output) != 0 ||
-      read_count(&c, "watchdog_interval_ms", 1000, &v) != 0)
+      read_count(&c, "watchdog_interval_ms", 1000, &v) != 0 ||
+      read_count(&c, "stop_timeout_ms", 3600000, &stop) != 0)
     return -1;
+  cfg->stop_timeout_ms = (unsigned)stop;
   if (v < 1) return key_fail(&c, "watchdog_interval_ms", "must be at least 1");
   cfg->watchdog_interval_ms = (unsigned)v;
   if (dl_path) {
@@ -1035,6 +1038,7 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   cfg->file = strdup(path);
   cfg->dead_letter_path = strdup("dead-letter.log");
   cfg->watchdog_interval_ms = 10;
+  cfg->stop_timeout_ms = 5000;
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
   if (!cfg->file || !cfg->dead_letter_path || !ld.dir || !ld.text) {

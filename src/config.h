@@ -74,6 +74,7 @@ typedef struct {
   char *dead_letter_path;   /* file for dead-letter records */
   char *dead_letter_output; /* or an output instance that receives them */
   unsigned watchdog_interval_ms;
+  unsigned stop_timeout_ms; /* after a stop signal, for outputs to drain */
 } config;
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */

@@ -37,7 +37,6 @@
 #include "sandbox.h"
 #include "signals.h"
 
-#define STOP_TIMEOUT_MS 5000
 
 typedef struct {
   const config_plugin *cfg;
@@ -239,7 +238,7 @@ static void pipeline_stop(pipeline *pl, const char *why)
   if (why) log_msg("%s: stopping", why);
   pl->stopping = true;
   for (size_t i = 0; i < pl->ninputs; i++) input_stop(&pl->inputs[i].in);
-  uv_timer_start(&pl->deadline, on_deadline, STOP_TIMEOUT_MS, 0);
+  uv_timer_start(&pl->deadline, on_deadline, pl->cfg->stop_timeout_ms, 0);
   uv_unref((uv_handle_t *)&pl->deadline);
 }
 
