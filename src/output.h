@@ -119,7 +119,8 @@ void output_fail(output_sink *o, const char *reason);
 int output_reopen(output_sink *o);
 /* Closes the loop handles; call before the loop's last run. */
 void output_close_handles(output_sink *o);
-/* fsyncs and closes; returns -1 when fsync reported an error. */
+/* fsyncs and closes, once the loop has finished closing the handles;
+ * returns -1 when fsync reported an error. */
 int output_close(output_sink *o);
 
 #endif

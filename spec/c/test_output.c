@@ -1,0 +1,176 @@
+/*
+ * test_output.c - the output sink's record queue against real pipes: a slow
+ * reader gets every byte in order with each record counted once written; a
+ * closed reader fails each queued and later record with its exact bytes,
+ * also when the failure callback writes to the same sink; the high-water
+ * mark holds until the queue drains.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "check.h"
+#include "output.h"
+
+typedef struct {
+  output_sink *sink;
+  buf failed_bytes;
+  int failed, failed_dead_letters, changed;
+  bool reenter; /* dead-letter each failure into the failing sink itself */
+} watcher;
+
+static void on_failed(void *ud, output_sink *o, const output_record *r,
+                      const char *bytes, size_t len, const char *reason)
+{
+  watcher *w = ud;
+  (void)reason;
+  if (r->dead_letter) {
+    w->failed_dead_letters++;
+    return;
+  }
+  w->failed++;
+  buf_append(&w->failed_bytes, bytes, len);
+  if (w->reenter) {
+    msg_origin from = {"in", r->position, false, bytes, len};
+    buf_append(output_buf(o), "dead\n", 5);
+    output_commit(o, &from, true);
+  }
+}
+
+static void on_changed(void *ud, output_sink *o)
+{
+  watcher *w = ud;
+  (void)o;
+  w->changed++;
+}
+
+/* The loop must finish closing the handles before the sink goes. */
+static void close_sink(output_sink *o)
+{
+  output_close_handles(o);
+  uv_run(uv_default_loop(), UV_RUN_NOWAIT);
+  output_close(o);
+}
+
+/* Opens a sink on the write end of a new pipe; fds[0] is the read end. */
+static void open_on_pipe(output_sink *o, watcher *w, int fds[2],
+                         size_t flush_bytes)
+{
+  char path[32], err[256];
+  output_events ev = {on_failed, on_changed, w};
+
+  CHECK(pipe(fds) == 0);
+  fcntl(fds[1], F_SETPIPE_SZ, 4096);
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fds[1]);
+  CHECK(output_open(o, uv_default_loop(), "output 'test'", path, flush_bytes,
+                    ev, err, sizeof err) == 0);
+  CHECK(o->pollable);
+  w->sink = o;
+}
+
+static void commit_record(output_sink *o, unsigned i, buf *expected)
+{
+  char line[128];
+  int n = snprintf(line, sizeof line, "record %05u %080u\n", i, i);
+  msg_origin from = {"in", i, false, line, (size_t)n};
+
+  buf_append(output_buf(o), line, (size_t)n);
+  if (expected) buf_append(expected, line, (size_t)n);
+  output_commit(o, &from, false);
+}
+
+static void test_slow_reader(void)
+{
+  output_sink o;
+  watcher w = {0};
+  int fds[2];
+  buf expected = {0}, got = {0};
+  char chunk[1000];
+
+  open_on_pipe(&o, &w, fds, 1);
+  for (unsigned i = 0; i < 2000; i++) commit_record(&o, i, &expected);
+  CHECK(o.state == OUTPUT_WAITING);
+  CHECK(o.records_written < 2000);
+  /* Read a little at a time, so writes keep landing part-way in records. */
+  while (got.len < expected.len) {
+    ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n > 0) buf_append(&got, chunk, (size_t)n);
+    uv_run(uv_default_loop(), UV_RUN_NOWAIT);
+  }
+  CHECK(o.records_written == 2000);
+  CHECK(output_idle(&o));
+  CHECK(got.len == expected.len && memcmp(got.data, expected.data, got.len) == 0);
+  CHECK(w.failed == 0);
+  close_sink(&o);
+  close(fds[0]);
+  close(fds[1]);
+  buf_free(&expected);
+  buf_free(&got);
+}
+
+static void test_closed_reader(bool reenter)
+{
+  output_sink o;
+  watcher w = {.reenter = reenter};
+  int fds[2];
+  buf expected = {0};
+
+  open_on_pipe(&o, &w, fds, 1u << 20);
+  close(fds[0]);
+  for (unsigned i = 0; i < 3; i++) commit_record(&o, i, &expected);
+  output_flush(&o);
+  CHECK(o.state == OUTPUT_FAILED);
+  CHECK_CONTAINS(o.error, "Broken pipe");
+  commit_record(&o, 3, &expected); /* fails at once */
+  CHECK(w.failed == 4);
+  CHECK(w.failed_dead_letters == (reenter ? 4 : 0));
+  CHECK(w.failed_bytes.len == expected.len &&
+        memcmp(w.failed_bytes.data, expected.data, expected.len) == 0);
+  CHECK(o.records_written == 0 && output_idle(&o));
+  close_sink(&o);
+  close(fds[1]);
+  buf_free(&expected);
+  buf_free(&w.failed_bytes);
+}
+
+static void test_high_water(void)
+{
+  output_sink o;
+  watcher w = {0};
+  int fds[2];
+  char chunk[65536];
+  unsigned i = 0;
+
+  open_on_pipe(&o, &w, fds, 1);
+  while (!output_full(&o)) commit_record(&o, i++, NULL);
+  CHECK(o.state == OUTPUT_WAITING);
+  w.changed = 0;
+  while (!output_idle(&o)) {
+    while (read(fds[0], chunk, sizeof chunk) > 0)
+      ;
+    uv_run(uv_default_loop(), UV_RUN_NOWAIT);
+  }
+  CHECK(!output_full(&o));
+  CHECK(w.changed >= 1);
+  CHECK(o.records_written == i);
+  close_sink(&o);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+int main(void)
+{
+  signal(SIGPIPE, SIG_IGN); /* as main.c: EPIPE, not a kill */
+  test_slow_reader();
+  test_closed_reader(false);
+  test_closed_reader(true);
+  test_high_water();
+  uv_run(uv_default_loop(), UV_RUN_NOWAIT);
+  uv_loop_close(uv_default_loop());
+  return check_summary();
+}
