@@ -86,7 +86,7 @@ static const char *const file_input_keys[] = {"type", "decoder", "max_line",
 static const char *const sandbox_keys[] = {
   "type", "filename", "module_path", "instruction_limit", "cpu_limit_ms",
   "memory_limit", "output_limit", "input_limit", "mcode_limit_kb",
-  "max_failures", NULL
+  "max_failures", "restart_after_ms", NULL
 };
 static const char *const output_keys[] = {"type", "encoder", "message_matcher",
                                           "newline", "flush_bytes", NULL};
@@ -521,6 +521,7 @@ static const struct {
   {"input_limit", 1e12, offsetof(sandbox_limits, input_limit)},
   {"mcode_limit_kb", 1 << 20, offsetof(sandbox_limits, mcode_limit_kb)},
   {"max_failures", 1e9, offsetof(sandbox_limits, max_failures)},
+  {"restart_after_ms", 3600000, offsetof(sandbox_limits, restart_after_ms)},
 };
 
 static int read_limits(plugin_ctx *c, sandbox_limits *l)

@@ -129,21 +129,57 @@ msg_header msg_header_by_name(const char *name, size_t len)
   return memcmp(header_names[h], name, len) == 0 ? h : MSG_H_COUNT;
 }
 
+static bool batch_grow(msg_batch *b)
+{
+  uint32_t cap = b->cap ? b->cap * 2 : 8;
+  msg *nm;
+
+  if (b->len < b->cap) return true;
+  nm = realloc(b->msgs, cap * sizeof *nm);
+  if (!nm) return false;
+  for (uint32_t i = b->cap; i < cap; i++) msg_init(&nm[i]);
+  b->msgs = nm;
+  b->cap = cap;
+  return true;
+}
+
 msg *msg_batch_add(msg_batch *b)
 {
   msg *m;
 
-  if (b->len == b->cap) {
-    uint32_t cap = b->cap ? b->cap * 2 : 8;
-    msg *nm = realloc(b->msgs, cap * sizeof *nm);
-    if (!nm) return NULL;
-    for (uint32_t i = b->cap; i < cap; i++) msg_init(&nm[i]);
-    b->msgs = nm;
-    b->cap = cap;
-  }
+  if (!batch_grow(b)) return NULL;
   m = &b->msgs[b->len++];
   msg_reset(m);
   return m;
+}
+
+bool msg_batch_push(msg_batch *b, msg *m)
+{
+  msg old;
+
+  if (!batch_grow(b)) return false;
+  old = b->msgs[b->len];
+  b->msgs[b->len++] = *m;
+  *m = old;
+  msg_reset(m);
+  return true;
+}
+
+void msg_batch_trim(msg_batch *b, uint32_t keep)
+{
+  uint32_t cap = b->len + keep;
+  msg *nm;
+
+  if (cap >= b->cap) return;
+  for (uint32_t i = cap; i < b->cap; i++) msg_free(&b->msgs[i]);
+  b->cap = cap;
+  if (cap == 0) {
+    free(b->msgs);
+    b->msgs = NULL;
+    return;
+  }
+  nm = realloc(b->msgs, cap * sizeof *nm);
+  if (nm) b->msgs = nm;
 }
 
 void msg_batch_free(msg_batch *b)

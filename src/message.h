@@ -136,7 +136,15 @@ typedef struct {
 /* Appends an empty message (reusing an old one's memory); NULL when memory
  * is exhausted. */
 msg *msg_batch_add(msg_batch *b);
+/* Moves a finished message into the batch: *m takes the memory of the slot
+ * it fills, emptied, for the next message. False when memory is exhausted.
+ * Building a message apart and pushing it once whole means a failure
+ * halfway leaves the batch as it was. */
+bool msg_batch_push(msg_batch *b, msg *m);
 static inline void msg_batch_clear(msg_batch *b) { b->len = 0; }
+/* Frees the memory of all but `keep` slots past len: one call that made
+ * many messages does not hold their memory for ever. */
+void msg_batch_trim(msg_batch *b, uint32_t keep);
 void msg_batch_free(msg_batch *b);
 
 #endif

@@ -150,6 +150,7 @@ static void on_record(void *ud, input *in, const char *bytes, size_t len,
     return;
   }
   for (uint32_t i = 0; i < pl->batch.len; i++) route(pl, &pl->batch.msgs[i]);
+  msg_batch_trim(&pl->batch, 64);
 }
 
 static void each_sink(pipeline *pl, void (*fn)(output_sink *))

@@ -18,9 +18,14 @@
  * their error.
  *
  * A failed call (error or limit) rebuilds the state from the plugin file; a
- * plugin that fails max_failures calls in a row stops for good. Every
- * failure is logged once, with the plugin, the entry point, the limit, its
- * value and the usage seen, the Lua file:line and the input position.
+ * plugin that fails max_failures calls in a row stops, and its calls fail
+ * at once (the pipeline dead-letters their records) until it restarts:
+ * restart_after_ms after the stop, a wait that doubles at each stop (up
+ * to RESTART_MAX_MS) and starts over once the plugin stayed up that long. The
+ * clock is read at call time, so a stopped plugin costs no timer. Every
+ * failure, stop and restart is logged once, with the plugin, the entry
+ * point, the limit, its value and the usage seen, the Lua file:line and
+ * the input position.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -33,6 +38,7 @@
 #include "sandbox_internal.h"
 
 #define MAX_PLUGIN_SIZE (4u << 20)
+#define RESTART_MAX_MS 60000
 
 /* Fixed stack slots of a loaded state. */
 enum { SLOT_ERRFUNC = 1, SLOT_ENTRY = 2 };
@@ -55,6 +61,14 @@ void sandbox_limits_default(sandbox_limits *l)
   l->input_limit = 64u << 10;
   l->mcode_limit_kb = 2048;
   l->max_failures = 10;
+  l->restart_after_ms = 1000;
+}
+
+static uint64_t monotonic_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* file:line of the innermost Lua function at or above `level`. */
@@ -205,10 +219,16 @@ static void describe_failure(sandbox *sb, sandbox_limit limit,
              sb->limits.instruction_limit, sb->instructions, cpu_ms, where);
     break;
   case SANDBOX_LIMIT_MEMORY:
-    snprintf(r, n, "memory limit exceeded: limit %" PRIu64 " bytes, in use %zu, "
-             "refused a request of %zu bytes, in process_message (%s:%d)",
-             sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size,
-             sb->filename, sb->entry_line);
+    if (sb->loading)
+      snprintf(r, n, "memory limit exceeded: limit %" PRIu64 " bytes, in use "
+               "%zu, refused a request of %zu bytes, at the top level of %s",
+               sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size,
+               sb->filename);
+    else
+      snprintf(r, n, "memory limit exceeded: limit %" PRIu64 " bytes, in use "
+               "%zu, refused a request of %zu bytes, in process_message (%s:%d)",
+               sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size,
+               sb->filename, sb->entry_line);
     break;
   case SANDBOX_LIMIT_OUTPUT:
     snprintf(r, n, "output limit exceeded: limit %" PRIu64 " bytes, emitted %zu, at %s",
@@ -245,6 +265,14 @@ static void close_state(sandbox *sb)
   pthread_mutex_unlock(&sb->hook_lock);
 }
 
+static void memory_error(sandbox *sb, const char *what, char *err,
+                         size_t errlen)
+{
+  snprintf(err, errlen, "loading %s went over memory_limit: limit %" PRIu64
+           " bytes, in use %zu, refused a request of %zu bytes", what,
+           sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size);
+}
+
 /* Creates the state and runs the plugin file in it (under the limits, so a
  * plugin whose top level runs away is stopped too). Leaves the error
  * handler and process_message in their slots. */
@@ -269,9 +297,16 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
   if (sandbox_env_open(L, err, errlen) != 0 ||
       sandbox_api_open(L, sb, err, errlen) != 0)
     goto fail;
-  if (luaL_loadbufferx(L, sb->settings, strlen(sb->settings), "=settings", "t") ||
-      lua_pcall(L, 0, 1, 0)) {
-    snprintf(err, errlen, "bad settings: %s", lua_tostring(L, -1));
+  /* Settings and source are parsed within the memory limit: lua_load and
+   * lua_pcall are protected, so a refusal is an error, not an abort. */
+  sb->mem.refused_size = 0;
+  sb->mem.enforce = true;
+  rc = luaL_loadbufferx(L, sb->settings, strlen(sb->settings), "=settings", "t");
+  if (rc == 0) rc = lua_pcall(L, 0, 1, 0);
+  sb->mem.enforce = false;
+  if (rc != 0) {
+    if (sb->mem.refused_size) memory_error(sb, "its settings", err, errlen);
+    else snprintf(err, errlen, "bad settings: %s", lua_tostring(L, -1));
     goto fail;
   }
   lua_setfield(L, LUA_REGISTRYINDEX, SANDBOX_SETTINGS_KEY);
@@ -280,22 +315,28 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
   if (!src) goto fail;
   lua_pushcfunction(L, on_error);
   lua_pushfstring(L, "@%s", sb->filename);
+  sb->mem.enforce = true;
   rc = luaL_loadbufferx(L, src, len, lua_tostring(L, -1), "t");
+  sb->mem.enforce = false;
   free(src);
-  lua_remove(L, -2);
   if (rc != 0) {
-    snprintf(err, errlen, "%s", lua_tostring(L, -1));
+    if (sb->mem.refused_size) memory_error(sb, sb->filename, err, errlen);
+    else snprintf(err, errlen, "%s", lua_tostring(L, -1));
     goto fail;
   }
+  lua_remove(L, -2);
   begin_call(sb);
+  sb->loading = true;
   rc = lua_pcall(L, 0, 0, SLOT_ERRFUNC);
   end_call(sb);
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sandbox_result res;
     describe_failure(sb, call_broken(sb), &res);
+    sb->loading = false;
     snprintf(err, errlen, "%s: loading failed: %s", sb->filename, res.reason);
     goto fail;
   }
+  sb->loading = false;
   /* Raw: a metatable the plugin put on its globals must not run here,
    * outside any limit. */
   lua_pushliteral(L, "process_message");
@@ -318,6 +359,41 @@ fail:
   return -1;
 }
 
+/* Stops the plugin until its restart time. The wait doubles at each stop,
+ * and starts over once the plugin has stayed up for RESTART_MAX_MS. */
+static void stop_for_a_while(sandbox *sb)
+{
+  uint64_t first = sb->limits.restart_after_ms ? sb->limits.restart_after_ms : 1;
+  uint64_t now = monotonic_ms();
+
+  close_state(sb);
+  if (sb->restart_wait_ms == 0 || now - sb->restarted_at_ms >= RESTART_MAX_MS)
+    sb->restart_wait_ms = first;
+  else if (sb->restart_wait_ms < RESTART_MAX_MS)
+    sb->restart_wait_ms *= 2;
+  if (sb->restart_wait_ms > RESTART_MAX_MS) sb->restart_wait_ms = RESTART_MAX_MS;
+  sb->restart_at_ms = now + sb->restart_wait_ms;
+}
+
+/* A stopped plugin whose time has come gets a new state. */
+static void maybe_restart(sandbox *sb)
+{
+  char err[512];
+
+  if (monotonic_ms() < sb->restart_at_ms) return;
+  if (load_state(sb, err, sizeof err) != 0) {
+    stop_for_a_while(sb);
+    log_line(sb, "sandbox \"%s\" (%s): restart failed: %s; next try in "
+             "%.1f s", sb->name, sb->filename, err,
+             (double)sb->restart_wait_ms / 1000);
+    return;
+  }
+  sb->failures_in_row = 0;
+  sb->restarted_at_ms = monotonic_ms();
+  sb->stats.restarts++;
+  log_line(sb, "sandbox \"%s\" (%s): restarted", sb->name, sb->filename);
+}
+
 /* After a failed call: log it, then rebuild the state or stop the plugin. */
 static void recover(sandbox *sb, const sandbox_result *res)
 {
@@ -330,16 +406,19 @@ static void recover(sandbox *sb, const sandbox_result *res)
   sb->stats.failed++;
   sb->failures_in_row++;
   if (sb->failures_in_row >= sb->limits.max_failures) {
-    close_state(sb);
+    stop_for_a_while(sb);
     log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; plugin stopped "
-             "after %" PRIu32 " failed calls in a row", sb->name, sb->filename,
-             res->reason, origin, sb->failures_in_row);
+             "after %" PRIu32 " failed calls in a row; restarting in %.1f s",
+             sb->name, sb->filename, res->reason, origin, sb->failures_in_row,
+             (double)sb->restart_wait_ms / 1000);
     return;
   }
   if (load_state(sb, err, sizeof err) != 0) {
+    stop_for_a_while(sb);
     log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; plugin stopped: "
-             "rebuilding its state failed: %s", sb->name, sb->filename,
-             res->reason, origin, err);
+             "rebuilding its state failed: %s; restarting in %.1f s", sb->name,
+             sb->filename, res->reason, origin, err,
+             (double)sb->restart_wait_ms / 1000);
     return;
   }
   sb->stats.restarts++;
@@ -407,21 +486,29 @@ static void result_init(sandbox_result *res)
 
 static bool stopped(sandbox *sb, sandbox_result *res)
 {
+  uint64_t now;
+
+  if (!sb->L) maybe_restart(sb);
   if (sb->L) return false;
+  now = monotonic_ms();
   res->status = SANDBOX_STOPPED;
-  snprintf(res->reason, sizeof res->reason, "plugin \"%s\" is stopped",
-           sb->name);
+  snprintf(res->reason, sizeof res->reason, "plugin \"%s\" is stopped after "
+           "failing; restarting in %.1f s", sb->name,
+           (double)(sb->restart_at_ms > now ? sb->restart_at_ms - now : 0) / 1000);
   return true;
 }
+
+
 
 void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
                     sandbox_result *res)
 {
   uint32_t first = out->len;
-  lua_State *L = sb->L;
+  lua_State *L;
 
   result_init(res);
   if (stopped(sb, res)) return;
+  L = sb->L; /* a restart makes a new one */
   if (sb->limits.input_limit && rec->len > sb->limits.input_limit) {
     res->status = SANDBOX_REJECTED;
     res->limit = SANDBOX_LIMIT_INPUT;
@@ -466,19 +553,29 @@ static void append_returned(sandbox *sb, buf *out, sandbox_result *res)
 void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res)
 {
   size_t first = out->len;
-  lua_State *L = sb->L;
+  lua_State *L;
 
   result_init(res);
   if (stopped(sb, res)) return;
+  L = sb->L;
   sb->origin = &m->origin;
   sb->current = m;
   sb->field_iter = 0;
   sb->out = out;
   lua_pushvalue(L, SLOT_ENTRY);
   if (run_entry(sb, 0, res)) {
+    int t = lua_type(L, -2);
     res->status = entry_status(sb, res);
-    if (res->status == SANDBOX_OK && lua_type(L, -2) == LUA_TSTRING)
+    if (res->status == SANDBOX_OK && t == LUA_TSTRING) {
       append_returned(sb, out, res);
+    } else if (t != LUA_TNUMBER && t != LUA_TNIL && t != LUA_TSTRING) {
+      /* A table or a boolean is a bug in the encoder, not an empty line. */
+      res->status = SANDBOX_REJECTED;
+      snprintf(res->reason, sizeof res->reason, "encoder '%s' returned a %s; "
+               "process_message returns a string, a status number or nothing",
+               sb->name, lua_typename(L, t));
+      sb->stats.rejected++;
+    }
     if (res->status != SANDBOX_FAILED) {
       sb->failures_in_row = 0;
       lua_settop(L, SLOT_ENTRY);
@@ -515,6 +612,7 @@ sandbox *sandbox_create(const sandbox_config *cfg, sandbox_watchdog *wd,
   sb->log = cfg->log;
   sb->log_ud = cfg->log_ud;
   sb->mem.limit = cfg->limits.memory_limit;
+  msg_init(&sb->scratch);
   pthread_mutex_init(&sb->hook_lock, NULL);
   if (!sb->name || !sb->filename || !sb->settings || !sb->module_dirs ||
       pthread_getcpuclockid(pthread_self(), &sb->owner_clock) != 0) {
@@ -537,6 +635,7 @@ void sandbox_destroy(sandbox *sb)
   if (sb->wd) sandbox_watchdog_remove(sb->wd, sb);
   close_state(sb);
   pthread_mutex_destroy(&sb->hook_lock);
+  msg_free(&sb->scratch);
   free(sb->name);
   free(sb->filename);
   free(sb->settings);

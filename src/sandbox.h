@@ -56,10 +56,12 @@ typedef struct {
   uint64_t input_limit;       /* bytes per record; 0: none */
   uint64_t mcode_limit_kb;    /* JIT machine code per state */
   uint64_t max_failures;      /* failed calls in a row before the plugin stops */
+  uint64_t restart_after_ms;  /* first wait before a stopped plugin restarts;
+                                 doubles at each stop, up to 60 s */
 } sandbox_limits;
 
 /* The defaults: no instruction limit, 100 ms, 8 MiB, 64 KiB out, 64 KiB
- * in, 2048 KiB of machine code, 10 failures in a row. */
+ * in, 2048 KiB of machine code, 10 failures in a row, restart after 1 s. */
 void sandbox_limits_default(sandbox_limits *l);
 
 /* Receives one line of the runtime's log: terminations, restarts, stops and

@@ -3,8 +3,13 @@
  * inject_message (decoders) and inject_payload (encoders).
  * sandbox/README.md is the user-facing contract.
  *
- * inject_message converts the script's table straight into a C message of
- * the call's batch. read_message and read_next_field live in
+ * inject_message converts the script's table into a C message apart and
+ * moves it into the call's batch once whole, so an error halfway (caught by
+ * the script or not) leaves the batch as it was. Every read of the table is
+ * raw: no metamethod of the script's runs during the conversion, so nothing
+ * can call back into it. Each message costs MSG_INJECT_COST bytes of the
+ * output limit on top of its contents, so a loop of inject_message({}) ends
+ * at the limit like any other output. read_message and read_next_field live in
  * sandbox_view.c: they hand the encoder single values of the C message, so
  * nothing is copied into Lua tables unless the script asks. Every byte
  * emitted counts against the output limit.
@@ -15,6 +20,10 @@
 #include <lauxlib.h>
 
 #include "sandbox_internal.h"
+
+/* What one injected message counts against the output limit, whatever its
+ * contents: about what the C side spends on an empty message. */
+#define MSG_INJECT_COST 64
 
 static int api_read_config(lua_State *L)
 {
@@ -161,6 +170,13 @@ mismatch:
 
 /* Adds one field from the value on top of the stack: a scalar, an array of
  * scalars, or {value = scalar|array, value_type = n, representation = s}. */
+/* Pushes t[key] without metamethods. */
+static void raw_field(lua_State *L, int t, const char *key)
+{
+  lua_pushstring(L, key);
+  lua_rawget(L, t);
+}
+
 static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
                       size_t name_len)
 {
@@ -174,12 +190,12 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
 
   sandbox_count_output(L, sb, name_len);
   if (lua_type(L, top) == LUA_TTABLE) {
-    lua_getfield(L, top, "value");
+    raw_field(L, top, "value");
     if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
     } else {
       val = lua_gettop(L);
-      lua_getfield(L, top, "value_type");
+      raw_field(L, top, "value_type");
       if (!lua_isnil(L, -1)) {
         lua_Number t = lua_tonumber(L, -1);
         if (lua_type(L, -1) != LUA_TNUMBER || t < MSG_STRING || t > MSG_BOOL ||
@@ -189,7 +205,7 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
         type = (msg_value_type)(int)t;
         typed = true;
       }
-      lua_getfield(L, top, "representation");
+      raw_field(L, top, "representation");
       if (lua_type(L, -1) == LUA_TSTRING) rep = lua_tolstring(L, -1, &rep_len);
     }
   }
@@ -295,8 +311,9 @@ static int api_inject_message(lua_State *L)
   if (!sb->batch) return luaL_error(L, "inject_message: only decoders inject messages");
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
-  m = msg_batch_add(sb->batch);
-  check_mem(L, m != NULL);
+  sandbox_count_output(L, sb, MSG_INJECT_COST);
+  m = &sb->scratch;
+  msg_reset(m);
   m->origin = *sb->origin;
   m->timestamp = INT64_MIN; /* unset: stamped with the time of injection */
   lua_pushnil(L);
@@ -314,6 +331,7 @@ static int api_inject_message(lua_State *L)
     clock_gettime(CLOCK_REALTIME, &ts);
     m->timestamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
   }
+  check_mem(L, msg_batch_push(sb->batch, m));
   return 0;
 }
 

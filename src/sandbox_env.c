@@ -19,9 +19,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -39,48 +42,49 @@ int luaopen_cjson_safe(lua_State *L);
 /* The registry key of require's cache. */
 static const char loaded_key = 0;
 
+/* Opened non-blocking and checked to be a regular file first: a FIFO or a
+ * device named as a plugin or module would otherwise block or never end. */
 char *sandbox_read_file(const char *path, size_t max, size_t *len, char *err,
                         size_t errlen)
 {
-  FILE *f = fopen(path, "rb");
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
   char *data = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0;
 
-  if (!f) {
+  if (fd < 0) {
     snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
     return NULL;
   }
-  for (;;) {
-    size_t got;
-    if (cap - n < 4096) {
-      char *p;
-      cap = cap ? cap * 2 : 16384;
-      if (cap > max + 1) cap = max + 1;
-      p = realloc(data, cap);
-      if (!p) {
-        snprintf(err, errlen, "out of memory reading %s", path);
-        goto fail;
-      }
-      data = p;
-    }
-    got = fread(data + n, 1, cap - n, f);
-    n += got;
-    if (n > max) {
-      snprintf(err, errlen, "%s is larger than %zu bytes", path, max);
-      goto fail;
-    }
-    if (got == 0) break;
-  }
-  if (ferror(f)) {
-    snprintf(err, errlen, "cannot read %s", path);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s is not a regular file", path);
     goto fail;
   }
-  fclose(f);
+  if ((uint64_t)st.st_size > max) {
+    snprintf(err, errlen, "%s is larger than %zu bytes", path, max);
+    goto fail;
+  }
+  data = malloc((size_t)st.st_size + 1);
+  if (!data) {
+    snprintf(err, errlen, "out of memory reading %s", path);
+    goto fail;
+  }
+  while (n < (size_t)st.st_size) {
+    ssize_t got = read(fd, data + n, (size_t)st.st_size - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      snprintf(err, errlen, "cannot read %s: %s", path,
+               got < 0 ? strerror(errno) : "it shrank while being read");
+      goto fail;
+    }
+    n += (size_t)got;
+  }
+  close(fd);
   *len = n;
   return data;
 fail:
   free(data);
-  fclose(f);
+  close(fd);
   return NULL;
 }
 
@@ -122,6 +126,8 @@ static int load_module_file(lua_State *L, sandbox *sb, const char *name)
         if (rc != 0) lua_error(L);
         return 1;
       }
+      if (access(path, F_OK) == 0) /* there, but a FIFO or too big */
+        return luaL_error(L, "require: %s", err);
     }
     dirs += dlen;
     if (*dirs == ';') dirs++;
@@ -220,9 +226,23 @@ static int sandbox_print(lua_State *L)
 /* Lua code run once in each new state, after the libraries are open and
  * before the plugin: it wraps load/loadstring so that only source text is
  * accepted (the originals stay in upvalues nobody can reach without the
- * debug library). */
+ * debug library).
+ *
+ * It also replaces xpcall: LuaJIT runs a message handler with hooks off, so
+ * a handler that loops could never be stopped. Ours calls the handler as
+ * ordinary code once pcall has returned (so it sees the error value, not
+ * the stack where it was raised); an error in it gives "error in error
+ * handling", as in Lua. */
 static const char prelude[] =
-  "local load, error = load, error\n"
+  "local load, error, pcall = load, error, pcall\n"
+  "local function xpcall_result(handler, ok, ...)\n"
+  "  if ok then return true, ... end\n"
+  "  local handled, value = pcall(handler, (...))\n"
+  "  return false, handled and value or 'error in error handling'\n"
+  "end\n"
+  "_G.xpcall = function(f, handler, ...)\n"
+  "  return xpcall_result(handler, pcall(f, ...))\n"
+  "end\n"
   "_G.load = function(chunk, chunkname, mode, env)\n"
   "  if mode ~= nil and mode ~= 't' then\n"
   "    error(\"load: only source text can be loaded in the sandbox\", 2)\n"

@@ -37,13 +37,18 @@ struct sandbox {
 
   lua_State *L;            /* NULL once stopped */
   int entry_line;          /* where process_message is defined */
+  bool loading;            /* running the plugin's top level */
   sandbox_mem mem;
   sandbox_stats stats;
   uint32_t failures_in_row;
+  uint64_t restart_wait_ms;  /* 0 while running; the wait of the last stop */
+  uint64_t restart_at_ms;    /* CLOCK_MONOTONIC ms when a stopped one restarts */
+  uint64_t restarted_at_ms;  /* when it last restarted */
 
   /* The call in progress. */
   const msg_origin *origin; /* decoder: the record; encoder: the message's */
   msg_batch *batch;         /* decoder output */
+  msg scratch;              /* inject_message builds a message here */
   const msg *current;       /* encoder input */
   uint32_t field_iter;      /* read_next_field position */
   buf *out;                 /* encoder output */

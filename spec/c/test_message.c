@@ -117,6 +117,31 @@ static void test_batch_reuse(void)
   CHECK(b.msgs == NULL && b.cap == 0);
 }
 
+/* push moves a whole message in and hands back the slot's memory; trim
+ * lets go of what a burst of messages left behind. */
+static void test_batch_push_and_trim(void)
+{
+  msg_batch b = {0};
+  msg m;
+
+  msg_init(&m);
+  for (int i = 0; i < 300; i++) {
+    msg_store(&m, "payload", 7, &m.payload);
+    CHECK(msg_batch_push(&b, &m));
+    CHECK(m.payload.len == 0); /* emptied for the next one */
+  }
+  CHECK(b.len == 300 && b.msgs[299].payload.len == 7);
+  CHECK(strncmp(msg_str(&b.msgs[299], b.msgs[299].payload), "payload", 7) == 0);
+  msg_batch_clear(&b);
+  CHECK(msg_batch_push(&b, &m));
+  msg_batch_trim(&b, 8);
+  CHECK(b.cap == 9 && b.len == 1);
+  msg_batch_trim(&b, 64); /* never grows */
+  CHECK(b.cap == 9);
+  msg_batch_free(&b);
+  msg_free(&m);
+}
+
 int main(void)
 {
   test_spans_survive_growth();
@@ -124,5 +149,6 @@ int main(void)
   test_reset_keeps_memory();
   test_headers_by_name();
   test_batch_reuse();
+  test_batch_push_and_trim();
   return check_summary();
 }

@@ -374,7 +374,7 @@ static void test_memory_and_output_limits(void)
   expect_stopped(sb, "bigpcall", SANDBOX_LIMIT_OUTPUT, "mem.lua:14");
   expect_stopped(sb, "err", SANDBOX_LIMIT_NONE, "mem.lua:15: boom");
   expect_stopped(sb, "wide", SANDBOX_LIMIT_OUTPUT,
-                 "output limit exceeded: limit 65536 bytes, emitted 1600001");
+                 "output limit exceeded: limit 65536 bytes, emitted 1600065");
   sandbox_destroy(sb);
 }
 

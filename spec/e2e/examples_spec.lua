@@ -64,7 +64,7 @@ describe("examples/sandbox-limits.lua", function()
     assert.are.equal("HOG all memory", dead[2].payload)
     assert.matches("^memory limit exceeded: limit 33554432 bytes", dead[2].reason)
     assert.are.equal("BIG output", dead[3].payload)
-    assert.matches("^output limit exceeded: limit 1048576 bytes, emitted 10485760", dead[3].reason)
+    assert.matches("^output limit exceeded: limit 1048576 bytes, emitted 10485824", dead[3].reason)
     for _, d in ipairs(dead) do
       assert.are.equal("misbehaving", d.plugin)
       assert.are.equal("decoder", d.stage)

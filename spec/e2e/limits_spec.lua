@@ -89,7 +89,7 @@ describe("sandbox limits through the binary", function()
     local dl = dead_letters(r.dir)
     assert.are.equal(4, #dl)
     assert.matches("^memory limit exceeded: limit 2000000 bytes, in use %d+", dl[1].reason)
-    assert.matches("^output limit exceeded: limit 100000 bytes, emitted 200000, at .*d.lua:8$", dl[2].reason)
+    assert.matches("^output limit exceeded: limit 100000 bytes, emitted 200064, at .*d.lua:8$", dl[2].reason)
     assert.matches("^error: .*d.lua:9: bad record$", dl[3].reason)
     assert.are.equal("rejected by d: I do not like it", dl[4].reason)
     assert.are.equal("reject", dl[4].payload)
@@ -106,9 +106,40 @@ describe("sandbox limits through the binary", function()
     assert.are.equal("", r.stdout)
     local dl = dead_letters(r.dir)
     assert.are.equal(3, #dl)
-    assert.are.equal('plugin "d" is stopped', dl[3].reason)
-    assert.matches("plugin stopped after 2 failed calls in a row", r.stderr)
+    assert.matches('^plugin "d" is stopped after failing; restarting in [%d.]+ s$', dl[3].reason)
+    assert.matches("plugin stopped after 2 failed calls in a row; restarting in 1.0 s", r.stderr)
     run.cleanup(r.dir)
+  end)
+
+  it("restarts a stopped plugin after a growing back-off, dead-lettering meanwhile", function()
+    -- Before: after max_failures the plugin stayed stopped for the rest of
+    -- the run, so a burst of bad lines dead-lettered everything after it.
+    local script = [[
+printf 'error\nerror\nfine\n'; sleep 0.8
+printf 'one\nerror\nerror\nfine\n'; sleep 0.2
+printf 'two\nerror\nthree\n'; sleep 1.5
+printf 'four\n'
+]]
+    local dir = run.tmpdir()
+    run.write(dir .. "/config.lua", config("max_failures = 2, restart_after_ms = 400"):gsub("max_failures = 100, ", ""))
+    run.write(dir .. "/d.lua", decoder)
+    local status = tonumber(io.popen(string.format(
+      "cd %s && (%s) | timeout -s KILL 20 %s -c config.lua > stdout 2> stderr; echo $?",
+      run.quote(dir), script, run.quote(run.bin))):read("*l"))
+    assert.are.equal(0, status)
+    -- Stopped at the 2nd error; back after 400 ms for "one"; stopped again,
+    -- now for 800 ms, so "fine" to "three" are dead-lettered; back for "four".
+    assert.are.same({"one", "four"}, run.lines(run.read(dir .. "/stdout")))
+    local stderr = run.read(dir .. "/stderr")
+    assert.matches("restarting in 0.4 s", stderr)
+    assert.matches("restarting in 0.8 s", stderr)
+    local _, restarts = stderr:gsub('sandbox "d" %(.-%): restarted', "")
+    assert.are.equal(2, restarts)
+    local dl = dead_letters(dir)
+    assert.are.equal(9, #dl)
+    assert.matches("is stopped after failing", dl[3].reason)
+    assert.are.equal("fine", dl[3].payload)
+    run.cleanup(dir)
   end)
 
   it("sends overlong lines to the dead-letter path in pieces", function()
