@@ -35,6 +35,7 @@
 
 #include "buf.h"
 #include "matcher.h"
+#include "pattern.h"
 
 #define CONFIG_INSTRUCTION_BUDGET 10000000
 #define CONFIG_MEMORY_LIMIT (64u << 20)
@@ -53,7 +54,7 @@ typedef struct {
   lua_State *L;
   char *err;
   size_t errlen;
-  int instructions;
+  uint64_t pattern_steps;
   int globals_line;   /* where `lumberjit =` is, or 0 */
   size_t mem_used;    /* bytes the state holds */
   bool mem_enforce;   /* while the file runs: CONFIG_MEMORY_LIMIT applies */
@@ -823,6 +824,29 @@ static void budget_hook(lua_State *L, lua_Debug *ar)
   lua_error(L);
 }
 
+/* The pattern matcher's steps (see pattern.h) spend the same budget as
+ * instructions, so a backtracking string.find ends like a loop does. */
+static void pattern_step(lua_State *L, void *unused)
+{
+  char why[1024];
+  lua_Debug ar;
+  void *ud;
+  loader *ld;
+
+  (void)unused;
+  lua_getallocf(L, &ud);
+  ld = ud;
+  ld->pattern_steps += PATTERN_CHECK_STEPS;
+  if (ld->stop == RUNNING && ld->pattern_steps <= CONFIG_INSTRUCTION_BUDGET)
+    return;
+  stop_evaluation(ld, STOPPED_BUDGET);
+  if (ld->stop_line <= 0 && lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar))
+    ld->stop_line = ar.currentline;
+  stop_message(ld, why, sizeof why);
+  lua_pushstring(L, why);
+  lua_error(L);
+}
+
 static int open_config_env(lua_State *L)
 {
   static const char *const removed[] = {
@@ -841,6 +865,8 @@ static int open_config_env(lua_State *L)
     lua_pushnil(L);
     lua_setglobal(L, *k);
   }
+  lua_getglobal(L, "string");
+  pattern_open(L, -1, pattern_step, NULL);
   return 0;
 }
 

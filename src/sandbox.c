@@ -35,6 +35,7 @@
 
 #include <lauxlib.h>
 
+#include "pattern.h"
 #include "sandbox_internal.h"
 
 #define MAX_PLUGIN_SIZE (4u << 20)
@@ -111,26 +112,52 @@ static void break_limit(sandbox *sb, sandbox_limit limit, const char *where)
   arm_hook(sb, 1);
 }
 
+/* Counts `steps` more instructions and says which limit, if any, is due:
+ * the CPU limit when the watchdog asked to stop this call. */
+static sandbox_limit limit_due(sandbox *sb, uint64_t steps)
+{
+  uint64_t seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
+
+  sb->instructions += steps;
+  if (atomic_load_explicit(&sb->stop_seq, memory_order_acquire) == seq)
+    return SANDBOX_LIMIT_CPU;
+  if (sb->limits.instruction_limit &&
+      sb->instructions >= sb->limits.instruction_limit)
+    return SANDBOX_LIMIT_INSTRUCTIONS;
+  return SANDBOX_LIMIT_NONE;
+}
+
 void sandbox_hook(lua_State *L, lua_Debug *ar)
 {
   sandbox *sb = sandbox_of(L);
 
   if (sb->broken == SANDBOX_LIMIT_NONE) {
-    uint64_t seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
-    sandbox_limit limit = SANDBOX_LIMIT_NONE;
+    sandbox_limit limit = limit_due(sb, SANDBOX_HOOK_STEP);
     char where[160];
 
-    sb->instructions += SANDBOX_HOOK_STEP;
-    if (atomic_load_explicit(&sb->stop_seq, memory_order_acquire) == seq)
-      limit = SANDBOX_LIMIT_CPU;
-    else if (sb->limits.instruction_limit &&
-             sb->instructions >= sb->limits.instruction_limit)
-      limit = SANDBOX_LIMIT_INSTRUCTIONS;
     if (limit == SANDBOX_LIMIT_NONE) return;
     if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
       snprintf(where, sizeof where, "%s:%d", ar->short_src, ar->currentline);
     else
       lua_where(L, 0, where, sizeof where);
+    break_limit(sb, limit, where);
+  }
+  luaL_error(L, "%s limit exceeded", sandbox_limit_name(sb->broken));
+}
+
+/* The pattern matcher's interrupt (pattern.h): its steps count as
+ * instructions, and a stop applies inside it as in Lua code. */
+void sandbox_pattern_step(lua_State *L, void *ud)
+{
+  sandbox *sb = sandbox_of(L);
+
+  (void)ud;
+  if (sb->broken == SANDBOX_LIMIT_NONE) {
+    sandbox_limit limit = limit_due(sb, PATTERN_CHECK_STEPS);
+    char where[160];
+
+    if (limit == SANDBOX_LIMIT_NONE) return;
+    lua_where(L, 1, where, sizeof where);
     break_limit(sb, limit, where);
   }
   luaL_error(L, "%s limit exceeded", sandbox_limit_name(sb->broken));

@@ -12,7 +12,9 @@
  *   __index is the string table), newproxy (finalizers run outside any
  *   limit), getfenv/setfenv, dofile, loadfile;
  * - load/loadstring accept source text only: bytecode is refused, since a
- *   tampered dump can crash the VM.
+ *   tampered dump can crash the VM;
+ * - string.find, match, gmatch and gsub are pattern.c's, whose matcher the
+ *   limits can stop (LuaJIT's backtracks in C out of any hook's reach).
  * require is ours: C modules linked into the binary (lpeg, cjson) and Lua
  * files from the module directories, loaded as text, cached in a table the
  * script cannot reach.
@@ -29,6 +31,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "pattern.h"
 #include "sandbox_internal.h"
 
 int luaopen_lpeg(lua_State *L);
@@ -309,6 +312,9 @@ static int open_env(lua_State *L)
   remove_fields(L, NULL, globals_out);
   remove_fields(L, LUA_OSLIBNAME, os_out);
   remove_fields(L, LUA_STRLIBNAME, string_out);
+  lua_getglobal(L, LUA_STRLIBNAME);
+  pattern_open(L, -1, sandbox_pattern_step, NULL);
+  lua_pop(L, 1);
 
   /* The string metatable cannot be read or changed from the sandbox. */
   lua_pushliteral(L, "");

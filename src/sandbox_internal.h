@@ -90,8 +90,10 @@ int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* Counts n bytes against the output limit; raises a Lua error past it. */
 void sandbox_count_output(lua_State *L, sandbox *sb, size_t n);
 
-/* sandbox.c: the count hook the watchdog arms. */
+/* sandbox.c: the count hook the watchdog arms, and the pattern matcher's
+ * interrupt (a pattern_interrupt_fn), which applies the same limits. */
 void sandbox_hook(lua_State *L, lua_Debug *ar);
+void sandbox_pattern_step(lua_State *L, void *ud);
 /* The sandbox of a state: the allocator's userdata. */
 static inline sandbox *sandbox_of(lua_State *L)
 {

@@ -51,7 +51,9 @@ function run.lumberjit(opts)
   end
   local input = opts.input_path or dir .. "/input"
   if not opts.input_path then run.write(input, opts.input or "") end
-  local cmd = string.format("cd %s && %s %s -c %s < %s > stdout 2> stderr; echo $?",
+  -- The kill is a guard: a run that hangs fails its spec (status 137)
+  -- instead of hanging the suite.
+  local cmd = string.format("cd %s && timeout -s KILL 60 %s %s -c %s < %s > stdout 2> stderr; echo $?",
     shell_quote(dir), shell_quote(run.bin), opts.args or "", shell_quote(config),
     shell_quote(input))
   local status = tonumber(io.popen(cmd):read("*l"))

@@ -143,4 +143,30 @@ out = { type = "stdout_output", message_matcher = "TRUE", encoder = "e" }
     assert.matches("require: .*/m/fifo%.lua is not a regular file", r.stderr)
     run.cleanup(dir)
   end)
+
+  -- Before: LuaJIT's matcher backtracked in C for hours, out of reach of
+  -- the CPU limit and of SIGTERM.
+  it("stops a backtracking pattern with the CPU limit, as a method too", function()
+    for _, call in ipairs{
+      'string.find(("a"):rep(40), ("a?"):rep(40) .. ("a"):rep(40))',
+      '("a"):rep(40):match(("a?"):rep(40) .. ("a"):rep(40))',
+      'string.gsub(("a"):rep(40), ("a?"):rep(40) .. ("a"):rep(40), "")',
+    } do
+      local r = decode("function process_message(line)\n if line == 'bad' then " .. call
+        .. " end\n inject_message({Payload = line})\nend\n", "one\nbad\ntwo\n")
+      assert.are.equal(0, r.status)
+      assert.are.same({"one", "two"}, r.out)
+      assert.matches("^cpu limit exceeded: limit 50 ms", r.dead[1].reason)
+    end
+  end)
+
+  it("stops a backtracking pattern in the configuration", function()
+    local r = run.lumberjit{
+      config = 'local x = ("a"):rep(40):find(("a?"):rep(40) .. ("a"):rep(40))\n',
+      args = "--check",
+    }
+    assert.are.equal(1, r.status)
+    assert.matches("config.lua:1: the configuration ran more than 10000000 instructions", r.stderr)
+    run.cleanup(r.dir)
+  end)
 end)
