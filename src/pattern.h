@@ -28,4 +28,15 @@ typedef void (*pattern_interrupt_fn)(lua_State *L, void *ud);
  * (strings' methods too: their metatable's __index is that table). */
 void pattern_open(lua_State *L, int t, pattern_interrupt_fn fn, void *ud);
 
+/* LPeg's VM (built from Debian's lpvm.c with this step added to its loop,
+ * see CMakeLists.txt) counts its instructions down and calls
+ * lumberjit_lpeg_interrupt every PATTERN_CHECK_STEPS; the embedder defines
+ * it (the sandbox: its limits, as for patterns). */
+extern _Thread_local unsigned lumberjit_lpeg_countdown;
+void lumberjit_lpeg_interrupt(lua_State *L);
+#define LUMBERJIT_LPEG_STEP(L)                                              \
+  do {                                                                      \
+    if (--lumberjit_lpeg_countdown == 0) lumberjit_lpeg_interrupt(L);       \
+  } while (0)
+
 #endif

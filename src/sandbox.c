@@ -145,6 +145,16 @@ void sandbox_hook(lua_State *L, lua_Debug *ar)
   luaL_error(L, "%s limit exceeded", sandbox_limit_name(sb->broken));
 }
 
+_Thread_local unsigned lumberjit_lpeg_countdown = PATTERN_CHECK_STEPS;
+
+/* LPeg's VM, every PATTERN_CHECK_STEPS instructions: only sandboxes load
+ * LPeg, so L is a sandbox's. */
+void lumberjit_lpeg_interrupt(lua_State *L)
+{
+  lumberjit_lpeg_countdown = PATTERN_CHECK_STEPS;
+  sandbox_pattern_step(L, NULL);
+}
+
 /* The pattern matcher's interrupt (pattern.h): its steps count as
  * instructions, and a stop applies inside it as in Lua code. */
 void sandbox_pattern_step(lua_State *L, void *ud)

@@ -160,6 +160,21 @@ out = { type = "stdout_output", message_matcher = "TRUE", encoder = "e" }
     end
   end)
 
+  it("stops an LPeg grammar that backtracks exponentially", function()
+    local r = decode([[
+local lpeg = require "lpeg"
+local P, V = lpeg.P, lpeg.V
+local g = P{"S", S = V"A" * "x" + V"A" * "y" + V"A" * "z", A = P"a" * V"S" + P"a"}
+function process_message(line)
+  if line == "bad" then g:match(("a"):rep(30)) end
+  inject_message({Payload = line})
+end
+]], "one\nbad\ntwo\n")
+    assert.are.equal(0, r.status)
+    assert.are.same({"one", "two"}, r.out)
+    assert.matches("^cpu limit exceeded: limit 50 ms", r.dead[1].reason)
+  end)
+
   it("stops a backtracking pattern in the configuration", function()
     local r = run.lumberjit{
       config = 'local x = ("a"):rep(40):find(("a?"):rep(40) .. ("a"):rep(40))\n',
