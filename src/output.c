@@ -257,13 +257,15 @@ static void on_writable(uv_poll_t *p, int status, int events)
   uv_poll_stop(p);
   if (o->state != OUTPUT_WAITING) return;
   o->state = OUTPUT_READY;
-  if (status < 0) {
+  /* An error from poll (libuv says EBADF for a reader that went away) is
+   * best told by the write itself: EPIPE. */
+  output_flush(o);
+  if (status < 0 && o->state == OUTPUT_WAITING) {
+    uv_poll_stop(p);
     snprintf(o->error, sizeof o->error, "waiting to write to %s failed: %s",
              target(o), uv_strerror(status));
     output_fail(o, o->error);
-    return;
   }
-  output_flush(o);
 }
 
 static void on_retry(uv_timer_t *t)

@@ -85,4 +85,52 @@ out = { type = "file_output", path = "out.json", encoder = "json", message_match
       overlong, pieces + #dead), r.stderr)
     run.cleanup(r.dir)
   end)
+
+  -- Before: the unterminated line in the buffer at SIGTERM was dropped.
+  it("accounts for every record when SIGTERM comes mid-line", function()
+    local lines = records(3000)
+    local dir = run.tmpdir()
+    local input = table.concat(lines, "\n") .. "\n"
+    run.write(dir .. "/input", input)
+    run.write(dir .. "/config.lua", [[
+lumberjit = { dead_letter_path = "dead.log" }
+stdin = { type = "stdin_input", decoder = "rsyslog", max_line = 256 }
+rsyslog = {
+  type = "decoder",
+  filename = "decoders/rsyslog.lua",
+  template = "<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\n",
+}
+json = { type = "encoder", filename = "encoders/json.lua" }
+out = { type = "file_output", path = "out.json", encoder = "json", message_matcher = "TRUE" }
+]])
+    -- About 60,000 bytes arrive, cut in the middle of a line; then the stop.
+    local cut = 60000
+    while input:sub(cut, cut) == "\n" do cut = cut + 1 end
+    local status = tonumber(io.popen("bash -c " .. run.quote("cd " .. dir .. "\n" .. [[
+      (head -c ]] .. cut .. [[ input; sleep 10) | timeout -s KILL 30 ]] .. run.quote(run.bin) .. [[ -c config.lua 2> stderr &
+      pid=$!; sleep 1; kill -TERM $pid; wait $pid; echo $?]])):read("*a"):match("(%d+)%s*$"))
+    assert.are.equal(0, status)
+    local got = input:sub(1, cut)
+    assert.are_not.equal("\n", got:sub(-1)) -- cut in a line
+    local sent = run.lines(got .. "\n") -- the cut line counts as a record
+    local stderr = run.read(dir .. "/stderr")
+    local records = tonumber(stderr:match("input 'stdin': (%d+) records"))
+    assert.are.equal(#sent, records)
+    local delivered = #run.lines(run.read(dir .. "/out.json"))
+    local dead, pieces = 0, 0
+    for _, line in ipairs(run.lines(run.read(dir .. "/dead.log"))) do
+      if cjson.decode(line).stage == "input" then pieces = pieces + 1 else dead = dead + 1 end
+    end
+    local overlong, expected_pieces = 0, 0
+    for _, line in ipairs(sent) do
+      if #line > 256 then
+        overlong = overlong + 1
+        expected_pieces = expected_pieces + math.ceil(#line / 256)
+      end
+    end
+    assert.are.equal(expected_pieces, pieces)
+    assert.are.equal(records - overlong, delivered + dead)
+    assert.matches(string.format("output 'out': %d delivered, 0 failed", delivered), stderr)
+    run.cleanup(dir)
+  end)
 end)

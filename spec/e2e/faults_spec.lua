@@ -1,0 +1,362 @@
+-- Output failures, odd inputs and signals, through the binary. Each case
+-- says what 8ee37c4 did; every run checks the accounting: each record read
+-- is written, dead-lettered, or counted as failed with exit status 1.
+local run = dofile("spec/e2e/run.lua")
+local cjson = require("cjson")
+
+-- Runs a bash script in a fresh directory holding `files`; returns the
+-- script's stdout (the last line is usually an exit status) and the dir.
+local function bash(script, files)
+  local dir = run.tmpdir()
+  for name, text in pairs(files or {}) do run.write(dir .. "/" .. name, text) end
+  run.write(dir .. "/script.sh", "set -u\ncd " .. run.quote(dir) .. "\nLJ=" .. run.quote(run.bin)
+    .. "\n" .. script)
+  local out = io.popen("bash " .. run.quote(dir .. "/script.sh") .. " 2>&1"):read("*a")
+  return out, dir
+end
+
+local function last_number(text)
+  return tonumber(text:match("(%d+)%s*$"))
+end
+
+local function count_lines(path)
+  return #run.lines(run.read(path) or "")
+end
+
+-- The summary lumberjit logs at exit, as numbers.
+local function summary(stderr)
+  local s = {}
+  s.records = tonumber(stderr:match("input '[^']+': (%d+) records"))
+  s.delivered, s.failed = stderr:match("output 'out': (%d+) delivered, (%d+) failed")
+  s.delivered, s.failed = tonumber(s.delivered), tonumber(s.failed)
+  s.dead, s.dead_written, s.dead_lost =
+    stderr:match("(%d+) dead%-letter records %((%d+) written, (%d+) could not be written%)")
+  s.dead, s.dead_written, s.dead_lost = tonumber(s.dead), tonumber(s.dead_written), tonumber(s.dead_lost)
+  return s
+end
+
+-- Varied lines, so that no two records are alike.
+local function lines(n, width)
+  local out = {}
+  for i = 1, n do
+    out[i] = string.format("<%d>Nov %2d 10:%02d:%02d host%d app[%d]: event %d %s", i % 192, 1 + i % 28,
+      i % 60, (i * 7) % 60, i % 13, 1000 + i, i, string.rep("x", (i * 37) % (width or 40)))
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local plain = [[
+lumberjit = { dead_letter_path = "dead.log", stop_timeout_ms = 500 }
+stdin = { type = "stdin_input" }
+out = { type = "%s", %s message_matcher = "TRUE" }
+]]
+
+local function config(output, path)
+  return plain:format(output, path and ('path = "' .. path .. '",') or "")
+end
+
+-- Every record read is on the output, in the dead-letter file or counted
+-- as a dead letter that could not be written; the files agree with the
+-- summary.
+local function assert_accounted(s, out_lines, dead_lines)
+  assert.is_number(s.records)
+  assert.are.equal(s.records, s.delivered + s.failed)
+  assert.are.equal(s.delivered, out_lines)
+  assert.are.equal(s.dead_written, dead_lines)
+  assert.are.equal(s.dead, s.dead_written + s.dead_lost)
+end
+
+describe("output failures", function()
+  -- Before: "2000000 delivered", nothing written, exit 0.
+  it("dead-letters every record of an output to /dev/full and fails the run", function()
+    local out, dir = bash([[
+timeout -s KILL 30 "$LJ" -c config.lua < input > /dev/null 2> stderr; echo $?
+]], {["config.lua"] = config("file_output", "/dev/full"), input = lines(5000)})
+    assert.are.equal(1, last_number(out))
+    local stderr = run.read(dir .. "/stderr")
+    assert.matches("output 'out' failed: write to /dev/full failed: No space left on device", stderr)
+    local s = summary(stderr)
+    assert.are.equal(5000, s.records)
+    assert.are.equal(0, s.delivered)
+    assert_accounted(s, 0, count_lines(dir .. "/dead.log"))
+    local first = cjson.decode(run.lines(run.read(dir .. "/dead.log"))[1])
+    assert.are.equal("output", first.stage)
+    assert.are.equal("out", first.plugin)
+    assert.are.equal(lines(1):sub(1, -2), first.payload) -- the record, without the output's newline
+    run.cleanup(dir)
+  end)
+
+  -- Before: EPIPE lost ~2M records, the summary said delivered, exit 0.
+  it("stops on a closed reader and accounts for every record read", function()
+    local out, dir = bash([[
+timeout -s KILL 30 "$LJ" -c config.lua < input 2> stderr | head -1 > head.out
+echo "${PIPESTATUS[0]}"
+]], {["config.lua"] = config("stdout_output"), input = lines(300000)})
+    assert.are.equal(1, last_number(out))
+    local stderr = run.read(dir .. "/stderr")
+    assert.matches("output 'out' failed: write to standard output failed: Broken pipe", stderr)
+    local s = summary(stderr)
+    assert.is_true(s.delivered >= 1 and s.failed >= 1)
+    assert_accounted(s, s.delivered, count_lines(dir .. "/dead.log"))
+    run.cleanup(dir)
+  end)
+
+  -- Before: dead letters lost, exit 0.
+  it("fails the run when the dead-letter path cannot be written", function()
+    local out, dir = bash([[
+printf 'ok\n%s\nok2\n' "$(printf 'y%.0s' $(seq 40))" | timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr
+echo $?
+]], {["config.lua"] = [[
+lumberjit = { dead_letter_path = "/dev/full" }
+stdin = { type = "stdin_input", max_line = 16 }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]]})
+    assert.are.equal(1, last_number(out))
+    local stderr = run.read(dir .. "/stderr")
+    assert.matches("dead%-letter path failed: write to /dev/full failed", stderr)
+    assert.matches("3 dead%-letter records %(0 written, 3 could not be written%)", stderr)
+    assert.are.same({"ok", "ok2"}, run.lines(run.read(dir .. "/stdout")))
+    run.cleanup(dir)
+  end)
+end)
+
+describe("a filling filesystem", function()
+  -- Mounts a small tmpfs with a filler file in it; nil when mounting is
+  -- not allowed here (not root).
+  local function mount_full(dir, size_kb, filler_kb)
+    local ok = os.execute(string.format("mkdir -p %s/fs && mount -t tmpfs -o size=%dk tmpfs %s/fs 2>/dev/null",
+      dir, size_kb, dir))
+    if ok ~= 0 and ok ~= true then return nil end
+    os.execute(string.format("dd if=/dev/zero of=%s/fs/filler bs=1k count=%d 2>/dev/null", dir, filler_kb))
+    return true
+  end
+
+  local function unmount(dir)
+    os.execute("umount " .. dir .. "/fs 2>/dev/null")
+  end
+
+  local fill_config = [[
+lumberjit = { dead_letter_path = "dead.log", stop_timeout_ms = 500 }
+stdin = { type = "stdin_input" }
+out = { type = "file_output", path = "fs/out.log", message_matcher = "TRUE" }
+]]
+
+  -- Waits (bounded) for stderr to say the output holds, then runs `then_do`.
+  local wait_and = [[
+timeout -s KILL 60 "$LJ" -c config.lua < input > /dev/null 2> stderr &
+pid=$!
+for i in $(seq 300); do grep -q holding stderr 2>/dev/null && break; sleep 0.05; done
+%s
+wait $pid; echo $?
+]]
+
+  -- Before: one torn JSON line, the rest gone, "delivered" for all, exit 0;
+  -- once space came back, two records were merged on one line.
+  it("holds the input while the disk is full and resumes when space frees", function()
+    local dir = run.tmpdir()
+    if not mount_full(dir, 1024, 900) then
+      pending("mounting a tmpfs is not allowed here")
+      run.cleanup(dir)
+      return
+    end
+    local input = lines(8000)
+    run.write(dir .. "/config.lua", fill_config)
+    run.write(dir .. "/input", input)
+    local out = io.popen("bash -c " .. run.quote("cd " .. dir .. " && LJ=" .. run.quote(run.bin) .. "\n"
+      .. wait_and:format("sleep 0.3; rm fs/filler"))):read("*a")
+    local stderr = run.read(dir .. "/stderr")
+    local written = run.read(dir .. "/fs/out.log")
+    unmount(dir)
+    assert.are.equal(0, last_number(out))
+    assert.matches("holding its inputs and retrying", stderr)
+    assert.matches("writing to fs/out.log again", stderr)
+    assert.are.equal(input, written) -- every line once, whole, in order
+    run.cleanup(dir)
+  end)
+
+  it("never tears a record, and dead-letters what is left at a stop", function()
+    local dir = run.tmpdir()
+    if not mount_full(dir, 1024, 900) then
+      pending("mounting a tmpfs is not allowed here")
+      run.cleanup(dir)
+      return
+    end
+    local input = lines(20000)
+    run.write(dir .. "/config.lua", fill_config)
+    run.write(dir .. "/input", input)
+    local out = io.popen("bash -c " .. run.quote("cd " .. dir .. " && LJ=" .. run.quote(run.bin) .. "\n"
+      .. wait_and:format("sleep 0.3; kill -TERM $pid"))):read("*a")
+    local stderr = run.read(dir .. "/stderr")
+    local written = run.read(dir .. "/fs/out.log")
+    unmount(dir)
+    assert.are.equal(1, last_number(out))
+    local s = summary(stderr)
+    assert.are.equal(20000, s.records)
+    local out_lines = run.lines(written)
+    assert.are.equal("\n", written:sub(-1))
+    -- Whole lines only, each the next input line: no torn or merged record.
+    local want = run.lines(input)
+    for i, line in ipairs(out_lines) do assert.are.equal(want[i], line) end
+    local dead = run.lines(run.read(dir .. "/dead.log"))
+    for i, line in ipairs(dead) do
+      assert.are.equal(want[#out_lines + i], cjson.decode(line).payload)
+    end
+    assert_accounted(s, #out_lines, #dead)
+    assert.are.equal(20000, #out_lines + #dead)
+    run.cleanup(dir)
+  end)
+end)
+
+describe("stopping", function()
+  -- Before: the unterminated last line was dropped.
+  it("hands on an unterminated last line at SIGTERM", function()
+    local out, dir = bash([[
+(printf 'one\ntwo'; sleep 10) | timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+pid=$!
+for i in $(seq 200); do grep -q one stdout 2>/dev/null && break; sleep 0.05; done
+kill -TERM $pid
+wait $pid; echo $?
+]], {["config.lua"] = config("stdout_output")})
+    assert.are.equal(0, last_number(out))
+    assert.are.same({"one", "two"}, run.lines(run.read(dir .. "/stdout")))
+    local s = summary(run.read(dir .. "/stderr"))
+    assert_accounted(s, 2, 0)
+    run.cleanup(dir)
+  end)
+
+  -- Before: a stop signal while the stdout reader stalled never stopped it.
+  it("stops with a stalled stdout reader, failing what it still holds", function()
+    local out, dir = bash([[
+mkfifo pipe
+exec 7<>pipe                           # a reader that never reads
+timeout -s KILL 30 "$LJ" -c config.lua < input > pipe 2> stderr &
+pid=$!
+sleep 0.5
+kill -TERM $pid
+wait $pid; echo $?
+exec 7<&-
+]], {["config.lua"] = config("stdout_output"), input = lines(200000)})
+    assert.are.equal(1, last_number(out))
+    local stderr = run.read(dir .. "/stderr")
+    assert.matches("outputs still hold records at the stop deadline", stderr)
+    local s = summary(stderr)
+    assert.is_true(s.failed > 0)
+    assert.are.equal(s.records, s.delivered + s.failed)
+    assert.are.equal(s.failed, count_lines(dir .. "/dead.log"))
+    run.cleanup(dir)
+  end)
+
+  -- Before: SIGHUP during a slow start killed the process (status 129).
+  it("survives a SIGHUP during a slow start", function()
+    local out, dir = bash([[
+echo hello > input
+timeout -s KILL 30 "$LJ" -c config.lua < input > stdout 2> stderr &
+pid=$!
+sleep 0.3
+kill -HUP $(pgrep -P $pid -x lumberjit)
+wait $pid; echo $?
+]], {
+      ["config.lua"] = [[
+stdin = { type = "stdin_input", decoder = "slow" }
+slow = { type = "decoder", filename = "slow.lua", cpu_limit_ms = 5000 }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]],
+      ["slow.lua"] = [[
+local t0 = os.clock()
+while os.clock() - t0 < 1 do end
+function process_message(line) inject_message({Payload = line}) end
+]],
+    })
+    assert.are.equal(0, last_number(out))
+    assert.are.same({"hello"}, run.lines(run.read(dir .. "/stdout")))
+    run.cleanup(dir)
+  end)
+end)
+
+describe("odd inputs", function()
+  local function stdin_run(redirect)
+    local out, dir = bash('timeout -s KILL 30 "$LJ" -c config.lua ' .. redirect
+      .. ' > stdout 2> stderr; echo $?', {["config.lua"] = config("stdout_output")})
+    local stderr = run.read(dir .. "/stderr")
+    run.cleanup(dir)
+    return last_number(out), stderr
+  end
+
+  -- Before: each of these died of SIGABRT in libuv, or wrote into libuv's
+  -- own fds.
+  it("reads /dev/null and refuses a closed or a directory stdin clearly", function()
+    local status, stderr = stdin_run("< /dev/null")
+    assert.are.equal(0, status)
+    assert.matches("input 'stdin': 0 records", stderr)
+    status, stderr = stdin_run("<&-")
+    assert.are.equal(1, status)
+    assert.matches("input 'stdin' uses standard input, which is closed", stderr)
+    status, stderr = stdin_run("< /")
+    assert.are.equal(1, status)
+    assert.matches("input 'stdin': standard input is a directory", stderr)
+  end)
+
+  it("refuses a closed stdout for a stdout output", function()
+    local out, dir = bash('timeout -s KILL 30 "$LJ" -c config.lua < /dev/null >&- 2> stderr; echo $?',
+      {["config.lua"] = config("stdout_output")})
+    assert.are.equal(1, last_number(out))
+    assert.matches("output 'out' uses standard output, which is closed", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+
+  local function file_input(path, script)
+    return bash((script or 'timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr; echo $?'), {
+      ["config.lua"] = [[
+lumberjit = { dead_letter_path = "dead.log", stop_timeout_ms = 500 }
+file = { type = "file_input", path = "]] .. path .. [[", max_line = 1024 }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]]})
+  end
+
+  it("reads character devices: /dev/null to its end, /dev/zero until stopped", function()
+    local out, dir = file_input("/dev/null")
+    assert.are.equal(0, last_number(out))
+    run.cleanup(dir)
+    out, dir = file_input("/dev/zero", [[
+timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+pid=$!
+sleep 0.2
+kill -TERM $pid
+wait $pid; echo $?
+]])
+    assert.are.equal(0, last_number(out))
+    local stderr = run.read(dir .. "/stderr")
+    local pieces = tonumber(stderr:match("input 'file': %d+ records %(%d+ longer than max_line%), (%d+) dead"))
+    assert.is_true(pieces > 0)
+    assert.are.equal(pieces, count_lines(dir .. "/dead.log"))
+    run.cleanup(dir)
+  end)
+
+  -- Before: open() blocked for ever and SIGTERM was ignored.
+  it("waits on a FIFO without a writer and stops at SIGTERM", function()
+    local out, dir = file_input("fifo", [[
+mkfifo fifo
+timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+pid=$!
+sleep 0.5
+kill -TERM $pid
+wait $pid; echo $?
+]])
+    assert.are.equal(0, last_number(out))
+    assert.matches("SIGTERM: stopping", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+
+  it("reads a FIFO until its writer closes it", function()
+    local out, dir = file_input("fifo", [[
+mkfifo fifo
+timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+pid=$!
+printf 'a\nb\n' > fifo
+wait $pid; echo $?
+]])
+    assert.are.equal(0, last_number(out))
+    assert.are.same({"a", "b"}, run.lines(run.read(dir .. "/stdout")))
+    run.cleanup(dir)
+  end)
+end)
