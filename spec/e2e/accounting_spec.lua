@@ -40,6 +40,19 @@ local function records(n)
   return out
 end
 
+-- Lines over max_line (256) are cut into max_line pieces, each a dead
+-- letter: how many lines that is, and how many pieces.
+local function pieces_of(lines)
+  local overlong, pieces = 0, 0
+  for _, line in ipairs(lines) do
+    if #line > 256 then
+      overlong = overlong + 1
+      pieces = pieces + math.ceil(#line / 256)
+    end
+  end
+  return overlong, pieces
+end
+
 describe("record accounting", function()
   it("accounts for every record of a hostile mix exactly once", function()
     local lines = records(3000)
@@ -71,14 +84,7 @@ out = { type = "file_output", path = "out.json", encoder = "json", message_match
         dead[#dead + 1] = d
       end
     end
-    -- Each overlong line is cut into pieces of max_line bytes.
-    local overlong, expected_pieces = 0, 0
-    for _, line in ipairs(lines) do
-      if #line > 256 then
-        overlong = overlong + 1
-        expected_pieces = expected_pieces + math.ceil(#line / 256)
-      end
-    end
+    local overlong, expected_pieces = pieces_of(lines)
     assert.are.equal(expected_pieces, pieces)
     assert.are.equal(#lines - overlong, #delivered + #dead)
     assert.matches(string.format("input 'stdin': 3000 records %%(%d longer than max_line%%), %d dead%%-letter",
@@ -121,13 +127,7 @@ out = { type = "file_output", path = "out.json", encoder = "json", message_match
     for _, line in ipairs(run.lines(run.read(dir .. "/dead.log"))) do
       if cjson.decode(line).stage == "input" then pieces = pieces + 1 else dead = dead + 1 end
     end
-    local overlong, expected_pieces = 0, 0
-    for _, line in ipairs(sent) do
-      if #line > 256 then
-        overlong = overlong + 1
-        expected_pieces = expected_pieces + math.ceil(#line / 256)
-      end
-    end
+    local overlong, expected_pieces = pieces_of(sent)
     assert.are.equal(expected_pieces, pieces)
     assert.are.equal(records - overlong, delivered + dead)
     assert.matches(string.format("output 'out': %d delivered, 0 failed", delivered), stderr)

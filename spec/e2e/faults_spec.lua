@@ -141,33 +141,36 @@ stdin = { type = "stdin_input" }
 out = { type = "file_output", path = "fs/out.log", message_matcher = "TRUE" }
 ]]
 
-  -- Waits (bounded) for stderr to say the output holds, then runs `then_do`.
-  local wait_and = [[
+  -- Runs lumberjit on `input` into a 1 MiB tmpfs that is 900 KiB full;
+  -- once stderr says the output holds, runs the shell command `then_do`.
+  -- Returns the exit status, stderr, what the output file holds and the
+  -- directory; nil when mounting is not allowed here (not root).
+  local function on_full_disk(input, then_do)
+    local dir = run.tmpdir()
+    if not mount_full(dir, 1024, 900) then
+      run.cleanup(dir)
+      return nil
+    end
+    run.write(dir .. "/config.lua", fill_config)
+    run.write(dir .. "/input", input)
+    local out = io.popen("bash -c " .. run.quote("cd " .. dir .. "\nLJ=" .. run.quote(run.bin) .. [[
+
 timeout -s KILL 60 "$LJ" -c config.lua < input > /dev/null 2> stderr &
 pid=$!
 for i in $(seq 300); do grep -q holding stderr 2>/dev/null && break; sleep 0.05; done
-%s
-wait $pid; echo $?
-]]
+]] .. then_do .. "\nwait $pid; echo $?\n")):read("*a")
+    local written = run.read(dir .. "/fs/out.log")
+    unmount(dir)
+    return last_number(out), run.read(dir .. "/stderr"), written, dir
+  end
 
   -- Before: one torn JSON line, the rest gone, "delivered" for all, exit 0;
   -- once space came back, two records were merged on one line.
   it("holds the input while the disk is full and resumes when space frees", function()
-    local dir = run.tmpdir()
-    if not mount_full(dir, 1024, 900) then
-      pending("mounting a tmpfs is not allowed here")
-      run.cleanup(dir)
-      return
-    end
     local input = lines(8000)
-    run.write(dir .. "/config.lua", fill_config)
-    run.write(dir .. "/input", input)
-    local out = io.popen("bash -c " .. run.quote("cd " .. dir .. " && LJ=" .. run.quote(run.bin) .. "\n"
-      .. wait_and:format("sleep 0.3; rm fs/filler"))):read("*a")
-    local stderr = run.read(dir .. "/stderr")
-    local written = run.read(dir .. "/fs/out.log")
-    unmount(dir)
-    assert.are.equal(0, last_number(out))
+    local status, stderr, written, dir = on_full_disk(input, "sleep 0.3; rm fs/filler")
+    if not status then return pending("mounting a tmpfs is not allowed here") end
+    assert.are.equal(0, status)
     assert.matches("holding its inputs and retrying", stderr)
     assert.matches("writing to fs/out.log again", stderr)
     assert.are.equal(input, written) -- every line once, whole, in order
@@ -175,21 +178,10 @@ wait $pid; echo $?
   end)
 
   it("never tears a record, and dead-letters what is left at a stop", function()
-    local dir = run.tmpdir()
-    if not mount_full(dir, 1024, 900) then
-      pending("mounting a tmpfs is not allowed here")
-      run.cleanup(dir)
-      return
-    end
     local input = lines(20000)
-    run.write(dir .. "/config.lua", fill_config)
-    run.write(dir .. "/input", input)
-    local out = io.popen("bash -c " .. run.quote("cd " .. dir .. " && LJ=" .. run.quote(run.bin) .. "\n"
-      .. wait_and:format("sleep 0.3; kill -TERM $pid"))):read("*a")
-    local stderr = run.read(dir .. "/stderr")
-    local written = run.read(dir .. "/fs/out.log")
-    unmount(dir)
-    assert.are.equal(1, last_number(out))
+    local status, stderr, written, dir = on_full_disk(input, "sleep 0.3; kill -TERM $pid")
+    if not status then return pending("mounting a tmpfs is not allowed here") end
+    assert.are.equal(1, status)
     local s = summary(stderr)
     assert.are.equal(20000, s.records)
     local out_lines = run.lines(written)

@@ -33,6 +33,17 @@ local function decode(source, input, extra, args)
   return r
 end
 
+-- A decoder that runs `code` on the line "bad": that line is stopped by
+-- the CPU limit and dead-lettered, the lines around it go through.
+local function assert_stopped_on_bad(code)
+  local r = decode("function process_message(line)\n if line == 'bad' then " .. code
+    .. " end\n inject_message({Payload = line})\nend\n", "one\nbad\ntwo\n")
+  assert.are.equal(0, r.status)
+  assert.are.same({"one", "two"}, r.out)
+  assert.are.equal(1, #r.dead)
+  assert.matches("^cpu limit exceeded: limit 50 ms", r.dead[1].reason)
+end
+
 describe("hostile plugins", function()
   -- Before: LuaJIT runs a message handler with hooks off, so these ran
   -- for ever and ignored SIGTERM.
@@ -41,12 +52,7 @@ describe("hostile plugins", function()
       "xpcall(function() while true do end end, function() while true do end end)",
       "xpcall(function() error('x') end, function() while true do pcall(error) end end)",
     } do
-      local r = decode("function process_message(line)\n if line == 'bad' then " .. body
-        .. " end\n inject_message({Payload = line})\nend\n", "one\nbad\ntwo\n")
-      assert.are.equal(0, r.status)
-      assert.are.same({"one", "two"}, r.out)
-      assert.are.equal(1, #r.dead)
-      assert.matches("^cpu limit exceeded", r.dead[1].reason)
+      assert_stopped_on_bad(body)
     end
   end)
 
@@ -152,11 +158,7 @@ out = { type = "stdout_output", message_matcher = "TRUE", encoder = "e" }
       '("a"):rep(40):match(("a?"):rep(40) .. ("a"):rep(40))',
       'string.gsub(("a"):rep(40), ("a?"):rep(40) .. ("a"):rep(40), "")',
     } do
-      local r = decode("function process_message(line)\n if line == 'bad' then " .. call
-        .. " end\n inject_message({Payload = line})\nend\n", "one\nbad\ntwo\n")
-      assert.are.equal(0, r.status)
-      assert.are.same({"one", "two"}, r.out)
-      assert.matches("^cpu limit exceeded: limit 50 ms", r.dead[1].reason)
+      assert_stopped_on_bad(call)
     end
   end)
 
