@@ -113,8 +113,10 @@ out = { type = "file_output", path = "out.json", encoder = "json", message_match
     local cut = 60000
     while input:sub(cut, cut) == "\n" do cut = cut + 1 end
     local status = tonumber(io.popen("bash -c " .. run.quote("cd " .. dir .. "\n" .. [[
-      (head -c ]] .. cut .. [[ input; sleep 10) | timeout -s KILL 30 ]] .. run.quote(run.bin) .. [[ -c config.lua 2> stderr &
-      pid=$!; sleep 1; kill -TERM $pid; wait $pid; echo $?]])):read("*a"):match("(%d+)%s*$"))
+      mkfifo feed
+      (head -c ]] .. cut .. [[ input; exec sleep 30) > feed & feeder=$!
+      timeout --foreground -s KILL 30 ]] .. run.quote(run.bin) .. [[ -c config.lua < feed 2> stderr &
+      pid=$!; sleep 1; kill -TERM $pid; wait $pid; echo $?; kill $feeder]])):read("*a"):match("(%d+)%s*$"))
     assert.are.equal(0, status)
     local got = input:sub(1, cut)
     assert.are_not.equal("\n", got:sub(-1)) -- cut in a line

@@ -70,7 +70,7 @@ describe("output failures", function()
   -- Before: "2000000 delivered", nothing written, exit 0.
   it("dead-letters every record of an output to /dev/full and fails the run", function()
     local out, dir = bash([[
-timeout -s KILL 30 "$LJ" -c config.lua < input > /dev/null 2> stderr; echo $?
+timeout --foreground -s KILL 30 "$LJ" -c config.lua < input > /dev/null 2> stderr; echo $?
 ]], {["config.lua"] = config("file_output", "/dev/full"), input = lines(5000)})
     assert.are.equal(1, last_number(out))
     local stderr = run.read(dir .. "/stderr")
@@ -89,7 +89,7 @@ timeout -s KILL 30 "$LJ" -c config.lua < input > /dev/null 2> stderr; echo $?
   -- Before: EPIPE lost ~2M records, the summary said delivered, exit 0.
   it("stops on a closed reader and accounts for every record read", function()
     local out, dir = bash([[
-timeout -s KILL 30 "$LJ" -c config.lua < input 2> stderr | head -1 > head.out
+timeout --foreground -s KILL 30 "$LJ" -c config.lua < input 2> stderr | head -1 > head.out
 echo "${PIPESTATUS[0]}"
 ]], {["config.lua"] = config("stdout_output"), input = lines(300000)})
     assert.are.equal(1, last_number(out))
@@ -104,7 +104,7 @@ echo "${PIPESTATUS[0]}"
   -- Before: dead letters lost, exit 0.
   it("fails the run when the dead-letter path cannot be written", function()
     local out, dir = bash([[
-printf 'ok\n%s\nok2\n' "$(printf 'y%.0s' $(seq 40))" | timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr
+printf 'ok\n%s\nok2\n' "$(printf 'y%.0s' $(seq 40))" | timeout --foreground -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr
 echo $?
 ]], {["config.lua"] = [[
 lumberjit = { dead_letter_path = "/dev/full" }
@@ -155,7 +155,7 @@ out = { type = "file_output", path = "fs/out.log", message_matcher = "TRUE" }
     run.write(dir .. "/input", input)
     local out = io.popen("bash -c " .. run.quote("cd " .. dir .. "\nLJ=" .. run.quote(run.bin) .. [[
 
-timeout -s KILL 60 "$LJ" -c config.lua < input > /dev/null 2> stderr &
+timeout --foreground -s KILL 60 "$LJ" -c config.lua < input > /dev/null 2> stderr &
 pid=$!
 for i in $(seq 300); do grep -q holding stderr 2>/dev/null && break; sleep 0.05; done
 ]] .. then_do .. "\nwait $pid; echo $?\n")):read("*a")
@@ -203,11 +203,15 @@ describe("stopping", function()
   -- Before: the unterminated last line was dropped.
   it("hands on an unterminated last line at SIGTERM", function()
     local out, dir = bash([[
-(printf 'one\ntwo'; sleep 10) | timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+mkfifo feed
+(printf 'one\ntwo'; exec sleep 30) > feed &
+feeder=$!
+timeout --foreground -s KILL 30 "$LJ" -c config.lua < feed > stdout 2> stderr &
 pid=$!
 for i in $(seq 200); do grep -q one stdout 2>/dev/null && break; sleep 0.05; done
 kill -TERM $pid
 wait $pid; echo $?
+kill $feeder
 ]], {["config.lua"] = config("stdout_output")})
     assert.are.equal(0, last_number(out))
     assert.are.same({"one", "two"}, run.lines(run.read(dir .. "/stdout")))
@@ -221,7 +225,7 @@ wait $pid; echo $?
     local out, dir = bash([[
 mkfifo pipe
 exec 7<>pipe                           # a reader that never reads
-timeout -s KILL 30 "$LJ" -c config.lua < input > pipe 2> stderr &
+timeout --foreground -s KILL 30 "$LJ" -c config.lua < input > pipe 2> stderr &
 pid=$!
 sleep 0.5
 kill -TERM $pid
@@ -242,10 +246,10 @@ exec 7<&-
   it("survives a SIGHUP during a slow start", function()
     local out, dir = bash([[
 echo hello > input
-timeout -s KILL 30 "$LJ" -c config.lua < input > stdout 2> stderr &
+timeout --foreground -s KILL 30 "$LJ" -c config.lua < input > stdout 2> stderr &
 pid=$!
 sleep 0.3
-kill -HUP $(pgrep -P $pid -x lumberjit)
+kill -HUP $pid
 wait $pid; echo $?
 ]], {
       ["config.lua"] = [[
@@ -267,7 +271,7 @@ end)
 
 describe("odd inputs", function()
   local function stdin_run(redirect)
-    local out, dir = bash('timeout -s KILL 30 "$LJ" -c config.lua ' .. redirect
+    local out, dir = bash('timeout --foreground -s KILL 30 "$LJ" -c config.lua ' .. redirect
       .. ' > stdout 2> stderr; echo $?', {["config.lua"] = config("stdout_output")})
     local stderr = run.read(dir .. "/stderr")
     run.cleanup(dir)
@@ -289,7 +293,7 @@ describe("odd inputs", function()
   end)
 
   it("refuses a closed stdout for a stdout output", function()
-    local out, dir = bash('timeout -s KILL 30 "$LJ" -c config.lua < /dev/null >&- 2> stderr; echo $?',
+    local out, dir = bash('timeout --foreground -s KILL 30 "$LJ" -c config.lua < /dev/null >&- 2> stderr; echo $?',
       {["config.lua"] = config("stdout_output")})
     assert.are.equal(1, last_number(out))
     assert.matches("output 'out' uses standard output, which is closed", run.read(dir .. "/stderr"))
@@ -297,7 +301,7 @@ describe("odd inputs", function()
   end)
 
   local function file_input(path, script)
-    return bash((script or 'timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr; echo $?'), {
+    return bash((script or 'timeout --foreground -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr; echo $?'), {
       ["config.lua"] = [[
 lumberjit = { dead_letter_path = "dead.log", stop_timeout_ms = 500 }
 file = { type = "file_input", path = "]] .. path .. [[", max_line = 1024 }
@@ -310,7 +314,7 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     assert.are.equal(0, last_number(out))
     run.cleanup(dir)
     out, dir = file_input("/dev/zero", [[
-timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+timeout --foreground -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
 pid=$!
 sleep 0.2
 kill -TERM $pid
@@ -328,7 +332,7 @@ wait $pid; echo $?
   it("waits on a FIFO without a writer and stops at SIGTERM", function()
     local out, dir = file_input("fifo", [[
 mkfifo fifo
-timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+timeout --foreground -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
 pid=$!
 sleep 0.5
 kill -TERM $pid
@@ -342,7 +346,7 @@ wait $pid; echo $?
   it("reads a FIFO until its writer closes it", function()
     local out, dir = file_input("fifo", [[
 mkfifo fifo
-timeout -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
+timeout --foreground -s KILL 30 "$LJ" -c config.lua > stdout 2> stderr &
 pid=$!
 printf 'a\nb\n' > fifo
 wait $pid; echo $?
