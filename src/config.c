@@ -96,7 +96,7 @@ static const char *const file_output_keys[] = {
 };
 static const char *const global_keys[] = {
   "dead_letter_path", "dead_letter_output", "watchdog_interval_ms",
-  "stop_timeout_ms", NULL
+  "stop_timeout_ms", "state_dir", "checkpoint_interval_ms", NULL
 };
 
 /* ---- line numbers from the source text ---- */
@@ -592,6 +592,7 @@ static int read_globals(loader *ld, config *cfg, int line)
   config_plugin g = {.name = "lumberjit", .line = line};
   plugin_ctx c = {ld, &g, NULL};
   uint64_t v = cfg->watchdog_interval_ms, stop = cfg->stop_timeout_ms;
+  uint64_t ckpt = cfg->checkpoint_interval_ms;
   char *dl_path = NULL;
 
   ld->globals_line = line;
@@ -599,9 +600,13 @@ static int read_globals(loader *ld, config *cfg, int line)
       read_string(&c, "dead_letter_path", false, &dl_path) != 0 ||
       read_string(&c, "dead_letter_output", false, &cfg->dead_letter_output) != 0 ||
       read_count(&c, "watchdog_interval_ms", 1000, &v) != 0 ||
-      read_count(&c, "stop_timeout_ms", 3600000, &stop) != 0)
+      read_count(&c, "stop_timeout_ms", 3600000, &stop) != 0 ||
+      read_string(&c, "state_dir", false, &cfg->state_dir) != 0 ||
+      read_count(&c, "checkpoint_interval_ms", 3600000, &ckpt) != 0)
     return -1;
+  if (ckpt < 1) return key_fail(&c, "checkpoint_interval_ms", "must be at least 1");
   cfg->stop_timeout_ms = (unsigned)stop;
+  cfg->checkpoint_interval_ms = (unsigned)ckpt;
   if (v < 1) return key_fail(&c, "watchdog_interval_ms", "must be at least 1");
   cfg->watchdog_interval_ms = (unsigned)v;
   if (dl_path) {
@@ -735,6 +740,14 @@ static int check_files(loader *ld, const config *cfg)
                        ld->globals_line ? find_key_line(ld->text,
                          "dead_letter_path", ld->globals_line) : 1,
                        &w[nw++]);
+  }
+  if (rc == 0 && cfg->state_dir) {
+    struct stat st;
+    if (stat(cfg->state_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+      rc = fail(ld, ld->globals_line ? find_key_line(ld->text, "state_dir",
+                                                     ld->globals_line) : 1,
+                "global settings 'lumberjit': key 'state_dir' names %s, which "
+                "is not a directory", cfg->state_dir);
   }
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
@@ -1066,6 +1079,7 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   cfg->dead_letter_path = strdup("dead-letter.log");
   cfg->watchdog_interval_ms = 10;
   cfg->stop_timeout_ms = 5000;
+  cfg->checkpoint_interval_ms = 1000;
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
   if (!cfg->file || !cfg->dead_letter_path || !ld.dir || !ld.text) {
@@ -1104,6 +1118,7 @@ void config_free(config *cfg)
   free(cfg->file);
   free(cfg->dead_letter_path);
   free(cfg->dead_letter_output);
+  free(cfg->state_dir);
   memset(cfg, 0, sizeof *cfg);
 }
 

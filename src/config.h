@@ -75,6 +75,8 @@ typedef struct {
   char *dead_letter_output; /* or an output instance that receives them */
   unsigned watchdog_interval_ms;
   unsigned stop_timeout_ms; /* after a stop signal, for outputs to drain */
+  char *state_dir;          /* checkpoints of file inputs; NULL: none */
+  unsigned checkpoint_interval_ms; /* how often they are saved */
 } config;
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */

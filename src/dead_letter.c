@@ -17,8 +17,8 @@ int dead_letter_open(dead_letter *dl, uv_loop_t *loop, const char *path,
     dl->sink = shared;
     return 0;
   }
-  if (output_open(&dl->own, loop, "dead-letter path", path, 64u << 10, ev,
-                  err, errlen) != 0)
+  if (output_open(&dl->own, loop, "dead-letter path", path, 64u << 10, true,
+                  ev, err, errlen) != 0)
     return -1;
   dl->sink = &dl->own;
   dl->owns_sink = true;

@@ -68,6 +68,7 @@ static void split_lines(input *in, const char *data, size_t len)
       carry_append(in, p, (size_t)(end - p), off);
       break;
     }
+    in->done_offset = base + (uint64_t)(nl - data) + 1;
     if (in->carry.len == 0 && in->piece == 0 &&
         (size_t)(nl - p) <= in->max_line) {
       emit(in, p, (size_t)(nl - p), off, 0); /* straight from the buffer */
@@ -90,6 +91,7 @@ static void finish(input *in, const char *error)
 {
   if (in->finished) return;
   in->finished = true;
+  in->done_offset = in->read_offset; /* the last line, even unterminated */
   flush_carry(in);
   in->handler.chunk_done(in->handler.ud, in);
   if (in->kind == INPUT_STREAM) {

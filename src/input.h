@@ -67,7 +67,8 @@ struct input {
   uv_fs_t req;
   char *readbuf;
   size_t readbuf_size;
-  uint64_t read_offset;  /* bytes read so far */
+  uint64_t read_offset;  /* bytes read so far; where a file read starts */
+  uint64_t done_offset;  /* past the last whole line handed on */
   buf carry;             /* a line split across reads */
   uint64_t carry_pos;
   uint64_t seq;

@@ -69,6 +69,7 @@ typedef struct {
   bool is_offset;      /* position is a byte offset, not a sequence number */
   const char *bytes;   /* the raw record, owned by the input */
   size_t len;
+  struct checkpoint_ticket *ack; /* what its outputs acknowledge, or NULL */
 } msg_origin;
 
 typedef struct {

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "log.h"
 
 #define OUTPUT_HIGH_WATER (8u << 20)
@@ -120,9 +121,36 @@ static void close_fd(output_sink *o)
   o->fd = -1;
 }
 
+/* Cuts a partial last line off a file of lines; -1 on an I/O error. */
+static int cut_partial_line(output_sink *o)
+{
+  char chunk[4096];
+  off_t size = lseek(o->fd, 0, SEEK_END), at = size, keep = 0;
+  int rd = size > 0 ? open(o->path, O_RDONLY | O_CLOEXEC) : -1;
+
+  if (size <= 0) return size < 0 ? -1 : 0;
+  if (rd < 0) return -1;
+  while (at > 0 && keep == 0) {
+    size_t n = at < (off_t)sizeof chunk ? (size_t)at : sizeof chunk;
+    at -= (off_t)n;
+    if (pread(rd, chunk, n, at) != (ssize_t)n) {
+      close(rd);
+      return -1;
+    }
+    for (size_t i = n; i-- > 0 && keep == 0;)
+      if (chunk[i] == '\n') keep = at + (off_t)i + 1;
+  }
+  close(rd);
+  if (keep == size) return 0;
+  log_msg("%s: cut off %lld bytes of a partly written line at the end of %s "
+          "(an earlier run stopped while writing it)", o->name,
+          (long long)(size - keep), o->path);
+  return ftruncate(o->fd, keep);
+}
+
 int output_open(output_sink *o, uv_loop_t *loop, const char *name,
-                const char *path, size_t flush_bytes, output_events ev,
-                char *err, size_t errlen)
+                const char *path, size_t flush_bytes, bool lines,
+                output_events ev, char *err, size_t errlen)
 {
   memset(o, 0, sizeof *o);
   o->name = name;
@@ -150,12 +178,17 @@ int output_open(output_sink *o, uv_loop_t *loop, const char *name,
   uv_timer_init(loop, &o->retry);
   o->retry.data = o;
   o->handles_open = true;
-  if (classify(o, err, errlen) != 0) {
-    output_close_handles(o);
-    close_fd(o);
-    return -1;
+  if (classify(o, err, errlen) != 0) goto fail;
+  if (lines && o->path && o->truncatable && cut_partial_line(o) != 0) {
+    snprintf(err, errlen, "cannot repair the end of %s: %s", o->path,
+             strerror(errno));
+    goto fail;
   }
   return 0;
+fail:
+  output_close_handles(o);
+  close_fd(o);
+  return -1;
 }
 
 /* What the queue holds, its record index included: with short records the
@@ -174,6 +207,7 @@ static void ack(output_sink *o)
     if (r->dead_letter) o->dead_letters_written++;
     else o->records_written++;
     o->boundary = r->end;
+    checkpoint_unref(r->ack);
     if (o->backoff_ms) {
       /* A whole record went out: space is back. Bytes of a record that
        * was then cut off again do not count. */
@@ -243,6 +277,7 @@ void output_fail(output_sink *o, const char *reason)
   for (size_t i = first; i < n; i++) {
     o->ev.failed(o->ev.ud, o, &recs[i], bytes.data + start,
                  recs[i].end - start, o->error);
+    checkpoint_unref(recs[i].ack);
     start = recs[i].end;
   }
   free(recs);
@@ -344,7 +379,7 @@ void output_flush(output_sink *o)
 
 void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
 {
-  output_record r = {o->pending.len, from->input, from->position,
+  output_record r = {o->pending.len, from->input, from->position, from->ack,
                      from->is_offset, dead_letter};
 
   if (o->state == OUTPUT_FAILED) {
@@ -366,6 +401,7 @@ void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
     o->recs_cap = cap;
   }
   o->recs[o->nrecs++] = r;
+  checkpoint_ref(r.ack);
   o->committed = r.end;
   if (queued(o) >= o->high_water) o->full = true;
   if (o->committed - o->head >= o->flush_bytes) output_flush(o);

@@ -36,11 +36,14 @@
 #include "buf.h"
 #include "message.h"
 
-/* One queued record: its end in the buffer and where it came from. */
+/* One queued record: its end in the buffer and where it came from. It
+ * holds a reference to its input's checkpoint ticket until written or
+ * failed (the failed callback may take its own). */
 typedef struct {
   size_t end;
   const char *input;
   uint64_t position;
+  struct checkpoint_ticket *ack;
   bool is_offset;
   bool dead_letter;
 } output_record;
@@ -97,10 +100,13 @@ struct output_sink {
   uint64_t records_written, dead_letters_written, bytes_written;
 };
 
-/* path NULL: standard output. name names the sink in log lines. */
+/* path NULL: standard output. name names the sink in log lines. With
+ * lines (records end with "\n"), a file that ends in a partial line, left
+ * by a run that was killed while writing, is cut back to its last whole
+ * line: that record was not acknowledged, so it will come again. */
 int output_open(output_sink *o, uv_loop_t *loop, const char *name,
-                const char *path, size_t flush_bytes, output_events ev,
-                char *err, size_t errlen);
+                const char *path, size_t flush_bytes, bool lines,
+                output_events ev, char *err, size_t errlen);
 /* Where the next record's bytes are appended. */
 static inline buf *output_buf(output_sink *o) { return &o->pending; }
 /* Ends the record appended since the last commit; writes once flush_bytes

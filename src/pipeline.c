@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "checkpoint.h"
 #include "dead_letter.h"
 #include "input.h"
 #include "log.h"
@@ -52,6 +53,8 @@ typedef struct {
   pipeline *pl;
   sandbox *decoder;          /* NULL: each record is a message's payload */
   const char *decoder_name;
+  checkpoint_source ckpt;    /* state_file NULL: not checkpointed */
+  checkpoint_ticket *ticket; /* of the chunk being handed on */
   uint64_t records, overlong, dead;
 } pl_input;
 
@@ -67,6 +70,7 @@ struct pipeline {
   msg_batch batch;
   msg plain;
   uv_timer_t deadline;       /* started when stopping */
+  uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
   bool stopping, paused, handles_closed;
   int status;
   uint64_t unrouted, pauses;
@@ -121,8 +125,13 @@ static void on_record(void *ud, input *in, const char *bytes, size_t len,
 {
   pipeline *pl = ud;
   pl_input *pi = (pl_input *)in;
-  msg_origin o = {in->name, position, in->is_offset, bytes, len};
+  msg_origin o = {in->name, position, in->is_offset, bytes, len, NULL};
   sandbox_result res;
+
+  if (pi->ckpt.state_file) {
+    if (!pi->ticket) pi->ticket = checkpoint_ticket_new(&pi->ckpt);
+    o.ack = pi->ticket;
+  }
 
   if (piece <= 1) pi->records++;
   if (piece) {
@@ -188,9 +197,26 @@ static void apply_backpressure(pipeline *pl)
 static void on_chunk_done(void *ud, input *in)
 {
   pipeline *pl = ud;
-  (void)in;
+  pl_input *pi = (pl_input *)in;
+
+  if (pi->ticket) {
+    /* The chunk is handed on: its records' outputs hold it from here. */
+    pi->ticket->end = in->done_offset;
+    checkpoint_unref(pi->ticket);
+    pi->ticket = NULL;
+  }
   each_sink(pl, output_flush);
   apply_backpressure(pl);
+}
+
+static void save_checkpoints(pipeline *pl)
+{
+  for (size_t i = 0; i < pl->ninputs; i++) checkpoint_save(&pl->inputs[i].ckpt);
+}
+
+static void on_checkpoint_timer(uv_timer_t *t)
+{
+  save_checkpoints(t->data);
 }
 
 static void on_finished(void *ud, input *in, const char *error)
@@ -273,7 +299,7 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
 {
   pipeline *pl = ud;
   pl_output *o = output_of(pl, s);
-  msg_origin from = {r->input, r->position, r->is_offset, bytes, len};
+  msg_origin from = {r->input, r->position, r->is_offset, bytes, len, r->ack};
 
   pl->status = 1;
   if (r->dead_letter || !o) {
@@ -343,7 +369,7 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
     sprintf(o->label, "output '%s'", p->name);
     if (output_open(&o->sink, pl->loop, o->label,
                     p->type == OUTPUT_FILE ? p->path : NULL, p->flush_bytes,
-                    sink_events(pl), why, sizeof why) != 0) {
+                    p->newline, sink_events(pl), why, sizeof why) != 0) {
       snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
                p->name, why);
       return -1;
@@ -354,6 +380,26 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
       if (!o->encoder) return -1;
     }
   }
+  return 0;
+}
+
+/* Starts a file input where its checkpoint says. */
+static int resume_input(pl_input *pi, const config *cfg, const config_plugin *p,
+                        char *err, size_t errlen)
+{
+  uint64_t offset;
+  char why[512];
+
+  if (checkpoint_open(&pi->ckpt, cfg->state_dir, p->name, p->path, &offset,
+                      why, sizeof why) != 0) {
+    snprintf(err, errlen, "%s:%d: input '%s': %s", cfg->file, p->line,
+             p->name, why);
+    return -1;
+  }
+  if (offset > 0)
+    log_msg("input '%s': resuming %s at offset %" PRIu64 " (%s)", p->name,
+            p->path, offset, pi->ckpt.state_file);
+  pi->in.read_offset = pi->in.done_offset = offset;
   return 0;
 }
 
@@ -372,6 +418,9 @@ static int build_inputs(pipeline *pl, char *err, size_t errlen)
     pi->in.max_line = p->max_line;
     pi->in.fd = -1;
     pi->in.handler = (input_handler){on_record, on_chunk_done, on_finished, pl};
+    if (p->type == INPUT_FILE && cfg->state_dir &&
+        resume_input(pi, cfg, p, err, errlen) != 0)
+      return -1;
     if (p->decoder) {
       pi->decoder_name = p->decoder;
       pi->decoder = make_sandbox(pl, config_find(cfg, p->decoder, PLUGIN_DECODER),
@@ -431,6 +480,8 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   pl->cfg = cfg;
   uv_timer_init(loop, &pl->deadline);
   pl->deadline.data = pl;
+  uv_timer_init(loop, &pl->checkpoints);
+  pl->checkpoints.data = pl;
   msg_init(&pl->plain);
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
@@ -492,6 +543,12 @@ int pipeline_run(pipeline *pl)
   signals_handler sh = {on_stop_signal, on_reopen_signal, pl};
 
   signals_set_handler(&sh);
+  if (pl->cfg->state_dir) {
+    uv_timer_start(&pl->checkpoints, on_checkpoint_timer,
+                   pl->cfg->checkpoint_interval_ms,
+                   pl->cfg->checkpoint_interval_ms);
+    uv_unref((uv_handle_t *)&pl->checkpoints);
+  }
   for (size_t i = 0; i < pl->ninputs; i++) {
     if (input_start(&pl->inputs[i].in, pl->loop, err, sizeof err) != 0) {
       log_msg("%s", err);
@@ -507,6 +564,7 @@ int pipeline_run(pipeline *pl)
     apply_backpressure(pl);
   } while (pl->running > 0 || any_sink(pl, busy));
   signals_set_handler(NULL);
+  save_checkpoints(pl);
   log_summary(pl);
   return pl->status;
 }
@@ -518,6 +576,7 @@ static void close_handles(pipeline *pl)
   pl->handles_closed = true;
   each_sink(pl, output_close_handles);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
+  uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_run(pl->loop, UV_RUN_NOWAIT);
 }
 
@@ -539,6 +598,8 @@ int pipeline_destroy(pipeline *pl)
     free(o->label);
   }
   if (dead_letter_close(&pl->dl) != 0) rc = -1;
+  /* After the sinks: their records no longer hold tickets. */
+  for (size_t i = 0; i < pl->ninputs; i++) checkpoint_close(&pl->inputs[i].ckpt);
   sandbox_watchdog_stop(pl->wd);
   msg_batch_free(&pl->batch);
   msg_free(&pl->plain);

@@ -35,7 +35,7 @@ static void on_failed(void *ud, output_sink *o, const output_record *r,
   w->failed++;
   buf_append(&w->failed_bytes, bytes, len);
   if (w->reenter) {
-    msg_origin from = {"in", r->position, false, bytes, len};
+    msg_origin from = {"in", r->position, false, bytes, len, NULL};
     buf_append(output_buf(o), "dead\n", 5);
     output_commit(o, &from, true);
   }
@@ -68,7 +68,7 @@ static void open_on_pipe(output_sink *o, watcher *w, int fds[2],
   fcntl(fds[0], F_SETFL, O_NONBLOCK);
   snprintf(path, sizeof path, "/proc/self/fd/%d", fds[1]);
   CHECK(output_open(o, uv_default_loop(), "output 'test'", path, flush_bytes,
-                    ev, err, sizeof err) == 0);
+                    true, ev, err, sizeof err) == 0);
   CHECK(o->pollable);
   w->sink = o;
 }
@@ -77,7 +77,7 @@ static void commit_record(output_sink *o, unsigned i, buf *expected)
 {
   char line[128];
   int n = snprintf(line, sizeof line, "record %05u %080u\n", i, i);
-  msg_origin from = {"in", i, false, line, (size_t)n};
+  msg_origin from = {"in", i, false, line, (size_t)n, NULL};
 
   buf_append(output_buf(o), line, (size_t)n);
   if (expected) buf_append(expected, line, (size_t)n);
