@@ -29,7 +29,7 @@
  * What a crash can duplicate: the records acknowledged since the last write
  * of the state file (checkpoint_interval_ms of them) and those still in
  * flight then (up to one read of 1 MiB per input and what the outputs
- * held: at most their high-water mark, 8 MiB each).
+ * held: at most memory_budget in all).
  */
 #ifndef LUMBERJIT_CHECKPOINT_H
 #define LUMBERJIT_CHECKPOINT_H

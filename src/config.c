@@ -96,7 +96,8 @@ static const char *const file_output_keys[] = {
 };
 static const char *const global_keys[] = {
   "dead_letter_path", "dead_letter_output", "watchdog_interval_ms",
-  "stop_timeout_ms", "state_dir", "checkpoint_interval_ms", NULL
+  "stop_timeout_ms", "state_dir", "checkpoint_interval_ms", "memory_budget",
+  NULL
 };
 
 /* ---- line numbers from the source text ---- */
@@ -602,8 +603,11 @@ static int read_globals(loader *ld, config *cfg, int line)
       read_count(&c, "watchdog_interval_ms", 1000, &v) != 0 ||
       read_count(&c, "stop_timeout_ms", 3600000, &stop) != 0 ||
       read_string(&c, "state_dir", false, &cfg->state_dir) != 0 ||
-      read_count(&c, "checkpoint_interval_ms", 3600000, &ckpt) != 0)
+      read_count(&c, "checkpoint_interval_ms", 3600000, &ckpt) != 0 ||
+      read_count(&c, "memory_budget", 1e12, &cfg->memory_budget) != 0)
     return -1;
+  if (cfg->memory_budget < (1u << 20))
+    return key_fail(&c, "memory_budget", "must be at least 1 MiB (1048576)");
   if (ckpt < 1) return key_fail(&c, "checkpoint_interval_ms", "must be at least 1");
   cfg->stop_timeout_ms = (unsigned)stop;
   cfg->checkpoint_interval_ms = (unsigned)ckpt;
@@ -1080,6 +1084,7 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   cfg->watchdog_interval_ms = 10;
   cfg->stop_timeout_ms = 5000;
   cfg->checkpoint_interval_ms = 1000;
+  cfg->memory_budget = 32u << 20;
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
   if (!cfg->file || !cfg->dead_letter_path || !ld.dir || !ld.text) {

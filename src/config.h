@@ -77,6 +77,7 @@ typedef struct {
   unsigned stop_timeout_ms; /* after a stop signal, for outputs to drain */
   char *state_dir;          /* checkpoints of file inputs; NULL: none */
   unsigned checkpoint_interval_ms; /* how often they are saved */
+  uint64_t memory_budget;   /* bytes the output queues may hold in all */
 } config;
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */

@@ -158,9 +158,7 @@ int output_open(output_sink *o, uv_loop_t *loop, const char *name,
   o->ev = ev;
   o->restore_fd = -1;
   o->flush_bytes = flush_bytes ? flush_bytes : 1;
-  o->high_water = OUTPUT_HIGH_WATER > 2 * flush_bytes ? OUTPUT_HIGH_WATER
-                                                      : 2 * flush_bytes;
-  o->low_water = o->high_water / 4;
+  output_set_high_water(o, OUTPUT_HIGH_WATER);
   o->fd = STDOUT_FILENO;
   if (path) {
     o->path = strdup(path);
@@ -191,12 +189,17 @@ fail:
   return -1;
 }
 
-/* What the queue holds, its record index included: with short records the
- * index is most of it. */
-static size_t queued(const output_sink *o)
+/* With short records the index is most of what the queue holds. */
+size_t output_queued(const output_sink *o)
 {
   return o->committed - o->boundary +
          (o->nrecs - o->rec_head) * sizeof(output_record);
+}
+
+void output_set_high_water(output_sink *o, size_t bytes)
+{
+  o->high_water = bytes > 2 * o->flush_bytes ? bytes : 2 * o->flush_bytes;
+  o->low_water = o->high_water / 4;
 }
 
 /* Counts the records whose last byte was written. */
@@ -372,7 +375,7 @@ void output_flush(output_sink *o)
   o->in_flush = 0;
   if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
   compact(o);
-  if (o->full && queued(o) < o->low_water) o->full = false;
+  if (o->full && output_queued(o) < o->low_water) o->full = false;
   if (was_full != o->full || was_idle != output_idle(o))
     o->ev.changed(o->ev.ud, o);
 }
@@ -403,7 +406,7 @@ void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
   o->recs[o->nrecs++] = r;
   checkpoint_ref(r.ack);
   o->committed = r.end;
-  if (queued(o) >= o->high_water) o->full = true;
+  if (output_queued(o) >= o->high_water) o->full = true;
   if (o->committed - o->head >= o->flush_bytes) output_flush(o);
 }
 

@@ -112,6 +112,11 @@ static inline buf *output_buf(output_sink *o) { return &o->pending; }
 /* Ends the record appended since the last commit; writes once flush_bytes
  * are queued. On a failed sink the record fails at once. */
 void output_commit(output_sink *o, const msg_origin *from, bool dead_letter);
+/* Sets the high-water mark (see output_full); the low-water mark is a
+ * quarter of it. Neither goes below twice flush_bytes. */
+void output_set_high_water(output_sink *o, size_t bytes);
+/* Bytes the queue holds, its record index included. */
+size_t output_queued(const output_sink *o);
 /* Writes what the fd takes now. */
 void output_flush(output_sink *o);
 /* Queued bytes reached the high-water mark: hold the inputs. Stays true

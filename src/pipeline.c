@@ -12,7 +12,7 @@
  *
  * Delivery: an output counts a record delivered when the kernel took all
  * of its bytes. While any output (or the dead-letter path) holds more than
- * its high-water mark, every input is paused. An output that fails for
+ * its share of memory_budget, every input is paused. An output that fails for
  * good hands its records to the dead-letter path and stops the run with
  * exit status 1; so does a dead letter that cannot be written.
  *
@@ -74,6 +74,7 @@ struct pipeline {
   bool stopping, paused, handles_closed;
   int status;
   uint64_t unrouted, pauses;
+  uint64_t paused_since, paused_ns; /* uv_hrtime */
 };
 
 static int64_t now_ns(void)
@@ -181,14 +182,20 @@ static bool busy(const output_sink *o)
 }
 
 /* Holds every input while any output is full, lets them go below its
- * low-water mark. */
+ * low-water mark. Each sink's high-water mark is its share of
+ * memory_budget (see share_budget). */
 static void apply_backpressure(pipeline *pl)
 {
   bool full = any_sink(pl, output_full);
 
   if (full == pl->paused) return;
   pl->paused = full;
-  pl->pauses += full;
+  if (full) {
+    pl->pauses++;
+    pl->paused_since = uv_hrtime();
+  } else {
+    pl->paused_ns += uv_hrtime() - pl->paused_since;
+  }
   for (size_t i = 0; i < pl->ninputs; i++)
     if (full) input_pause(&pl->inputs[i].in);
     else input_resume(&pl->inputs[i].in);
@@ -447,6 +454,19 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
   return 0;
 }
 
+/* What is queued for writing is bounded by memory_budget: each sink (the
+ * outputs and the dead-letter file) gets an equal share as its high-water
+ * mark, so the inputs pause before the queues pass the budget. */
+static void share_budget(pipeline *pl)
+{
+  size_t sinks = pl->noutputs + (pl->dl.owns_sink ? 1 : 0);
+  size_t share = (size_t)(pl->cfg->memory_budget / (sinks ? sinks : 1));
+
+  for (size_t i = 0; i < pl->noutputs; i++)
+    output_set_high_water(&pl->outputs[i].sink, share);
+  if (pl->dl.owns_sink) output_set_high_water(&pl->dl.own, share);
+}
+
 /* The watchdog thread runs only when some plugin has a CPU or instruction
  * limit: with none, nothing wakes up every interval. */
 static int start_watchdog(const config *cfg, sandbox_watchdog **wd, char *err,
@@ -496,6 +516,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
     pipeline_destroy(pl);
     return NULL;
   }
+  share_budget(pl);
   return pl;
 }
 
@@ -530,11 +551,12 @@ static void log_summary(pipeline *pl)
             " skipped", pl->outputs[i].cfg->name,
             pl->outputs[i].sink.records_written, pl->outputs[i].failed,
             pl->outputs[i].skipped);
+  if (pl->paused) pl->paused_ns += uv_hrtime() - pl->paused_since;
   log_msg("%" PRIu64 " dead-letter records (%" PRIu64 " written, %" PRIu64
           " could not be written), %" PRIu64 " messages matched no output, "
-          "inputs paused %" PRIu64 " times", pl->dl.count,
+          "inputs paused %" PRIu64 " times for %" PRIu64 " ms", pl->dl.count,
           dead_letter_written(&pl->dl), pl->dl.failed, pl->unrouted,
-          pl->pauses);
+          pl->pauses, pl->paused_ns / 1000000);
 }
 
 int pipeline_run(pipeline *pl)

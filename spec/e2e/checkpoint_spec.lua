@@ -5,7 +5,8 @@
 local run = dofile("spec/e2e/run.lua")
 
 local config = [[
-lumberjit = { state_dir = "state", checkpoint_interval_ms = %d, dead_letter_path = "dead.log" }
+lumberjit = { state_dir = "state", checkpoint_interval_ms = %d, dead_letter_path = "dead.log",
+              memory_budget = 8e6 }
 file = { type = "file_input", path = "in.log", decoder = "line" }
 line = { type = "decoder", filename = "decoders/line.lua" }
 payload = { type = "encoder", filename = "encoders/payload.lua" }
@@ -95,8 +96,9 @@ describe("checkpoints", function()
     assert.are.same({}, torn)
     assert.are.same({}, lost)
     local duplicate_bytes = #out - #input
-    -- The bound (checkpoint.h): one read (1 MiB) and the output's queue
-    -- (8 MiB) in flight, plus checkpoint_interval_ms of acknowledged lines.
+    -- The bound (checkpoint.h): one read (1 MiB) and the output queues
+    -- (memory_budget, 8 MiB here) in flight, plus checkpoint_interval_ms of
+    -- acknowledged lines.
     assert.is_true(duplicate_bytes <= 10 * 1024 * 1024, duplicate_bytes .. " bytes duplicated")
     run.cleanup(dir)
   end)

@@ -242,6 +242,40 @@ exec 7<&-
     run.cleanup(dir)
   end)
 
+  -- Before: writes blocked the loop on a stalled reader, and nothing
+  -- bounded what was queued.
+  it("pauses the input on a stalled reader, within memory_budget", function()
+    local out, dir = bash([[
+mkfifo pipe
+exec 7<>pipe                           # a reader that never reads
+timeout --foreground -s KILL 30 "$LJ" -c config.lua < input > pipe 2> stderr &
+pid=$!
+sleep 1.5
+child=$(tr -dc 0-9 < /proc/$pid/task/$pid/children)
+grep VmRSS /proc/$child/status | tr -dc 0-9; echo
+kill -TERM $pid
+wait $pid; echo $?
+exec 7<&-
+]], {
+      ["config.lua"] = [[
+lumberjit = { dead_letter_path = "dead.log", stop_timeout_ms = 200, memory_budget = 4e6 }
+stdin = { type = "stdin_input" }
+out = { type = "stdout_output", message_matcher = "TRUE" }
+]],
+      input = lines(400000, 200)})
+    local rss = tonumber(out:match("(%d+)\n%d+%s*$"))
+    assert.are.equal(1, last_number(out)) -- what was queued failed at the deadline
+    local stderr = run.read(dir .. "/stderr")
+    local s = summary(stderr)
+    assert.is_true(tonumber(stderr:match("inputs paused (%d+) times")) >= 1)
+    -- 4 MB of queue, a 1 MiB read buffer, the binary: far from the 60 MB
+    -- of input.
+    assert.is_true(rss < 24 * 1024, "VmRSS " .. rss .. " kB")
+    assert.is_true(s.records < 400000)
+    assert.are.equal(s.records, s.delivered + s.failed)
+    run.cleanup(dir)
+  end)
+
   -- Before: SIGHUP during a slow start killed the process (status 129).
   it("survives a SIGHUP during a slow start", function()
     local out, dir = bash([[
