@@ -2,12 +2,12 @@
  * pipeline.c - wires inputs, decoders, the router, encoders and outputs
  * (see pipeline.h) and runs them on the loop thread.
  *
- * Per record: the input hands a line straight from its read buffer; the
- * decoder sandbox turns it into messages in a reusable batch; each message
- * is matched against every output's matcher and, where it matches, encoded
- * by that output's encoder straight into the output's queue (output.h).
- * After each read the outputs are flushed, so writes are batched per read,
- * not per event. Anything that fails goes to the dead-letter path with its
+ * Per record: the input hands a line straight from its read buffer to the
+ * router (router.h), which decodes, routes and encodes it into the queues
+ * of the outputs (output.h). After each read the outputs are flushed, so
+ * writes are batched per read, not per event. Each read of a file input
+ * takes a checkpoint ticket that its records' outputs hold until written
+ * (checkpoint.h). Anything that fails goes to the dead-letter path with its
  * reason and original bytes; the pipeline itself never stops on bad data.
  *
  * Delivery: an output counts a record delivered when the kernel took all
@@ -27,14 +27,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "checkpoint.h"
 #include "dead_letter.h"
 #include "input.h"
 #include "log.h"
-#include "matcher.h"
 #include "output.h"
+#include "router.h"
 #include "sandbox.h"
 #include "signals.h"
 
@@ -42,20 +41,16 @@
 typedef struct {
   const config_plugin *cfg;
   char *label;               /* "output 'name'", for log lines */
-  matcher *match;
-  sandbox *encoder;          /* NULL: the payload as it is */
   output_sink sink;
-  uint64_t failed, skipped;  /* delivered: sink.records_written */
+  uint64_t write_failed;     /* records the sink could not write */
 } pl_output;
 
 typedef struct {
   input in;                  /* first: the handler gets &in */
   pipeline *pl;
-  sandbox *decoder;          /* NULL: each record is a message's payload */
-  const char *decoder_name;
+  router_input ri;
   checkpoint_source ckpt;    /* state_file NULL: not checkpointed */
   checkpoint_ticket *ticket; /* of the chunk being handed on */
-  uint64_t records, overlong, dead;
 } pl_input;
 
 struct pipeline {
@@ -65,102 +60,30 @@ struct pipeline {
   pl_input *inputs;
   size_t ninputs, running;
   pl_output *outputs;
+  router_output *routes;     /* outputs[i]'s matcher and encoder */
   size_t noutputs;
   dead_letter dl;
-  msg_batch batch;
-  msg plain;
+  router router;
   uv_timer_t deadline;       /* started when stopping */
   uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
   bool stopping, paused, handles_closed;
   int status;
-  uint64_t unrouted, pauses;
+  uint64_t pauses;
   uint64_t paused_since, paused_ns; /* uv_hrtime */
+  pipeline_stats snapshot;   /* pipeline_snapshot's storage */
 };
-
-static int64_t now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void deliver(pipeline *pl, pl_output *o, const msg *m)
-{
-  buf *b = output_buf(&o->sink);
-
-  if (o->encoder) {
-    sandbox_result res;
-    sandbox_encode(o->encoder, m, b, &res);
-    if (res.status == SANDBOX_SKIPPED) {
-      o->skipped++;
-      return;
-    }
-    if (res.status != SANDBOX_OK) {
-      o->failed++;
-      dead_letter_write(&pl->dl, "encoder", o->cfg->encoder, res.reason,
-                        &m->origin);
-      return;
-    }
-  } else {
-    buf_append(b, msg_str(m, m->payload), m->payload.len);
-  }
-  if (o->cfg->newline) buf_append(b, "\n", 1);
-  output_commit(&o->sink, &m->origin, false);
-}
-
-static void route(pipeline *pl, const msg *m)
-{
-  bool matched = false;
-
-  for (size_t i = 0; i < pl->noutputs; i++) {
-    pl_output *o = &pl->outputs[i];
-    if (!matcher_eval(o->match, m)) continue;
-    matched = true;
-    deliver(pl, o, m);
-  }
-  if (!matched) pl->unrouted++;
-}
 
 static void on_record(void *ud, input *in, const char *bytes, size_t len,
                       uint64_t position, unsigned piece)
 {
-  pipeline *pl = ud;
   pl_input *pi = (pl_input *)in;
   msg_origin o = {in->name, position, in->is_offset, bytes, len, NULL};
-  sandbox_result res;
 
   if (pi->ckpt.state_file) {
     if (!pi->ticket) pi->ticket = checkpoint_ticket_new(&pi->ckpt);
     o.ack = pi->ticket;
   }
-
-  if (piece <= 1) pi->records++;
-  if (piece) {
-    char reason[128];
-    snprintf(reason, sizeof reason, "line longer than max_line (%zu bytes): "
-             "piece %u", in->max_line, piece);
-    pi->overlong += piece == 1;
-    pi->dead++;
-    dead_letter_write(&pl->dl, "input", in->name, reason, &o);
-    return;
-  }
-  if (!pi->decoder) {
-    msg_reset(&pl->plain);
-    msg_store(&pl->plain, bytes, len, &pl->plain.payload);
-    pl->plain.timestamp = now_ns();
-    pl->plain.origin = o;
-    route(pl, &pl->plain);
-    return;
-  }
-  msg_batch_clear(&pl->batch);
-  sandbox_decode(pi->decoder, &o, &pl->batch, &res);
-  if (res.status != SANDBOX_OK) {
-    pi->dead++;
-    dead_letter_write(&pl->dl, "decoder", pi->decoder_name, res.reason, &o);
-    return;
-  }
-  for (uint32_t i = 0; i < pl->batch.len; i++) route(pl, &pl->batch.msgs[i]);
-  msg_batch_trim(&pl->batch, 64);
+  router_record(&((pipeline *)ud)->router, &pi->ri, &o, piece);
 }
 
 static void each_sink(pipeline *pl, void (*fn)(output_sink *))
@@ -313,7 +236,7 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
     pl->dl.failed++;
     return;
   }
-  o->failed++;
+  o->write_failed++;
   if (o->cfg->newline && len > 0) from.len--; /* the output's, not the record's */
   dead_letter_write(&pl->dl, "output", o->cfg->name, reason, &from);
 }
@@ -358,12 +281,16 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
     pl_output *o;
+    router_output *ro;
     char why[256];
     if (p->role != PLUGIN_OUTPUT) continue;
+    ro = &pl->routes[pl->noutputs];
     o = &pl->outputs[pl->noutputs++];
     o->cfg = p;
-    o->match = matcher_compile(p->message_matcher, why, sizeof why);
-    if (!o->match) {
+    *ro = (router_output){.name = p->name, .encoder_name = p->encoder,
+                          .newline = p->newline, .sink = &o->sink};
+    ro->match = matcher_compile(p->message_matcher, why, sizeof why);
+    if (!ro->match) {
       snprintf(err, errlen, "%s:%d: output '%s': message_matcher: %s",
                cfg->file, p->line, p->name, why);
       return -1;
@@ -382,9 +309,9 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
       return -1;
     }
     if (p->encoder) {
-      o->encoder = make_sandbox(pl, config_find(cfg, p->encoder, PLUGIN_ENCODER),
-                                SANDBOX_ENCODER, err, errlen);
-      if (!o->encoder) return -1;
+      ro->encoder = make_sandbox(pl, config_find(cfg, p->encoder, PLUGIN_ENCODER),
+                                 SANDBOX_ENCODER, err, errlen);
+      if (!ro->encoder) return -1;
     }
   }
   return 0;
@@ -428,11 +355,13 @@ static int build_inputs(pipeline *pl, char *err, size_t errlen)
     if (p->type == INPUT_FILE && cfg->state_dir &&
         resume_input(pi, cfg, p, err, errlen) != 0)
       return -1;
+    pi->ri = (router_input){.name = p->name, .max_line = p->max_line,
+                            .decoder_name = p->decoder};
     if (p->decoder) {
-      pi->decoder_name = p->decoder;
-      pi->decoder = make_sandbox(pl, config_find(cfg, p->decoder, PLUGIN_DECODER),
-                                 SANDBOX_DECODER, err, errlen);
-      if (!pi->decoder) return -1;
+      pi->ri.decoder = make_sandbox(pl, config_find(cfg, p->decoder,
+                                                    PLUGIN_DECODER),
+                                    SANDBOX_DECODER, err, errlen);
+      if (!pi->ri.decoder) return -1;
     }
   }
   return 0;
@@ -502,20 +431,24 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   pl->deadline.data = pl;
   uv_timer_init(loop, &pl->checkpoints);
   pl->checkpoints.data = pl;
-  msg_init(&pl->plain);
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
-  if (!pl->inputs || !pl->outputs ||
-      start_watchdog(cfg, &pl->wd, err, errlen) != 0) {
-    if (!pl->inputs || !pl->outputs) snprintf(err, errlen, "out of memory");
+  pl->routes = calloc(cfg->nplugins, sizeof *pl->routes);
+  pl->snapshot.inputs = calloc(cfg->nplugins, sizeof *pl->snapshot.inputs);
+  pl->snapshot.outputs = calloc(cfg->nplugins, sizeof *pl->snapshot.outputs);
+  if (!pl->inputs || !pl->outputs || !pl->routes || !pl->snapshot.inputs ||
+      !pl->snapshot.outputs) {
+    snprintf(err, errlen, "out of memory");
     pipeline_destroy(pl);
     return NULL;
   }
-  if (build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
+  if (start_watchdog(cfg, &pl->wd, err, errlen) != 0 ||
+      build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
       build_dead_letter(pl, err, errlen) != 0) {
     pipeline_destroy(pl);
     return NULL;
   }
+  router_init(&pl->router, pl->routes, pl->noutputs, &pl->dl);
   share_budget(pl);
   return pl;
 }
@@ -540,23 +473,51 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
   return rc;
 }
 
+const pipeline_stats *pipeline_snapshot(pipeline *pl)
+{
+  pipeline_stats *st = &pl->snapshot;
+
+  st->ninputs = pl->ninputs;
+  for (size_t i = 0; i < pl->ninputs; i++) {
+    const router_input *ri = &pl->inputs[i].ri;
+    st->inputs[i] = (pipeline_input_stats){ri->name, ri->records, ri->overlong,
+                                           ri->dead};
+  }
+  st->noutputs = pl->noutputs;
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    const pl_output *o = &pl->outputs[i];
+    const router_output *ro = &pl->routes[i];
+    st->outputs[i] = (pipeline_output_stats){
+      ro->name, o->sink.records_written, ro->failed + o->write_failed,
+      ro->skipped, output_queued(&o->sink)};
+  }
+  st->dead_letters = pl->dl.count;
+  st->dead_letters_written = dead_letter_written(&pl->dl);
+  st->dead_letters_lost = pl->dl.failed;
+  st->unrouted = pl->router.unrouted;
+  st->pauses = pl->pauses;
+  st->paused_ms = (pl->paused_ns + (pl->paused ? uv_hrtime() - pl->paused_since
+                                               : 0)) / 1000000;
+  return st;
+}
+
 static void log_summary(pipeline *pl)
 {
-  for (size_t i = 0; i < pl->ninputs; i++)
+  const pipeline_stats *st = pipeline_snapshot(pl);
+
+  for (size_t i = 0; i < st->ninputs; i++)
     log_msg("input '%s': %" PRIu64 " records (%" PRIu64 " longer than "
-            "max_line), %" PRIu64 " dead-letter records", pl->inputs[i].in.name,
-            pl->inputs[i].records, pl->inputs[i].overlong, pl->inputs[i].dead);
-  for (size_t i = 0; i < pl->noutputs; i++)
+            "max_line), %" PRIu64 " dead-letter records", st->inputs[i].name,
+            st->inputs[i].records, st->inputs[i].overlong, st->inputs[i].dead);
+  for (size_t i = 0; i < st->noutputs; i++)
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
-            " skipped", pl->outputs[i].cfg->name,
-            pl->outputs[i].sink.records_written, pl->outputs[i].failed,
-            pl->outputs[i].skipped);
-  if (pl->paused) pl->paused_ns += uv_hrtime() - pl->paused_since;
+            " skipped", st->outputs[i].name, st->outputs[i].delivered,
+            st->outputs[i].failed, st->outputs[i].skipped);
   log_msg("%" PRIu64 " dead-letter records (%" PRIu64 " written, %" PRIu64
           " could not be written), %" PRIu64 " messages matched no output, "
-          "inputs paused %" PRIu64 " times for %" PRIu64 " ms", pl->dl.count,
-          dead_letter_written(&pl->dl), pl->dl.failed, pl->unrouted,
-          pl->pauses, pl->paused_ns / 1000000);
+          "inputs paused %" PRIu64 " times for %" PRIu64 " ms",
+          st->dead_letters, st->dead_letters_written, st->dead_letters_lost,
+          st->unrouted, st->pauses, st->paused_ms);
 }
 
 int pipeline_run(pipeline *pl)
@@ -607,26 +568,27 @@ int pipeline_destroy(pipeline *pl)
   int rc = 0;
 
   if (!pl) return 0;
-  if (pl->loop) close_handles(pl);
+  close_handles(pl);
   for (size_t i = 0; i < pl->ninputs; i++) {
     input_free(&pl->inputs[i].in);
-    sandbox_destroy(pl->inputs[i].decoder);
+    router_input_free(&pl->inputs[i].ri);
   }
+  pl->router.outputs = pl->routes; /* also when create failed half-way */
+  pl->router.noutputs = pl->noutputs;
+  router_free(&pl->router);
   for (size_t i = 0; i < pl->noutputs; i++) {
-    pl_output *o = &pl->outputs[i];
-    sandbox_destroy(o->encoder);
-    matcher_free(o->match);
-    if (output_close(&o->sink) != 0) rc = -1;
-    free(o->label);
+    if (output_close(&pl->outputs[i].sink) != 0) rc = -1;
+    free(pl->outputs[i].label);
   }
   if (dead_letter_close(&pl->dl) != 0) rc = -1;
   /* After the sinks: their records no longer hold tickets. */
   for (size_t i = 0; i < pl->ninputs; i++) checkpoint_close(&pl->inputs[i].ckpt);
   sandbox_watchdog_stop(pl->wd);
-  msg_batch_free(&pl->batch);
-  msg_free(&pl->plain);
   free(pl->inputs);
   free(pl->outputs);
+  free(pl->routes);
+  free(pl->snapshot.inputs);
+  free(pl->snapshot.outputs);
   free(pl);
   return rc;
 }

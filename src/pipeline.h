@@ -17,6 +17,30 @@
 
 typedef struct pipeline pipeline;
 
+/* The counters, as pipeline_snapshot reads them: the summary at exit and
+ * (later) the metrics endpoint. */
+typedef struct {
+  const char *name;
+  uint64_t records, overlong, dead;
+} pipeline_input_stats;
+
+typedef struct {
+  const char *name;
+  uint64_t delivered;     /* written: the kernel took every byte */
+  uint64_t failed;        /* dead-lettered: encoder or write failures */
+  uint64_t skipped;       /* the encoder chose not to write them */
+  uint64_t queued_bytes;  /* in the queue now */
+} pipeline_output_stats;
+
+typedef struct {
+  size_t ninputs, noutputs;
+  pipeline_input_stats *inputs;
+  pipeline_output_stats *outputs;
+  uint64_t dead_letters, dead_letters_written, dead_letters_lost;
+  uint64_t unrouted;      /* messages no output matched */
+  uint64_t pauses, paused_ms;
+} pipeline_stats;
+
 pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
                           size_t errlen);
 /* Runs until every input has reached its end (or was stopped by SIGINT,
@@ -24,6 +48,8 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
  * Returns 0, or 1 when an input stopped on a read error, an output failed,
  * or a record could be neither written nor dead-lettered. */
 int pipeline_run(pipeline *pl);
+/* The counters now; valid until the next call. Loop thread only. */
+const pipeline_stats *pipeline_snapshot(pipeline *pl);
 /* Closes everything, fsyncing output files; -1 when an fsync failed. */
 int pipeline_destroy(pipeline *pl);
 /* Loads every decoder and encoder once, as --check does, without opening

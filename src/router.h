@@ -1,0 +1,61 @@
+/*
+ * router.h - the path of one record: decode it, match each message against
+ * every output's matcher, encode it for each output that wants it, and
+ * queue the encoded record on that output's sink. Whatever fails on the way
+ * goes to the dead-letter path with its reason.
+ *
+ * A router owns the sandboxes and the message batch it uses, and only
+ * queues onto sinks: the unit a worker thread will own, one per thread,
+ * each with its own decoder and encoder instances. Today the pipeline has
+ * one, on the loop thread.
+ */
+#ifndef LUMBERJIT_ROUTER_H
+#define LUMBERJIT_ROUTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dead_letter.h"
+#include "matcher.h"
+#include "message.h"
+#include "output.h"
+#include "sandbox.h"
+
+typedef struct {
+  const char *name;          /* the output's, for dead letters */
+  const char *encoder_name;
+  bool newline;              /* records end with "\n" */
+  matcher *match;            /* owned */
+  sandbox *encoder;          /* owned; NULL: the payload as it is */
+  output_sink *sink;
+  uint64_t failed, skipped;  /* by the encoder */
+} router_output;
+
+typedef struct {
+  const char *name;          /* the input's */
+  size_t max_line;
+  sandbox *decoder;          /* owned; NULL: each record is a payload */
+  const char *decoder_name;
+  uint64_t records, overlong, dead;
+} router_input;
+
+typedef struct {
+  router_output *outputs;
+  size_t noutputs;
+  dead_letter *dl;
+  msg_batch batch;
+  msg plain;
+  uint64_t unrouted;         /* messages no output matched */
+} router;
+
+void router_init(router *r, router_output *outputs, size_t noutputs,
+                 dead_letter *dl);
+/* One record of input ri; piece is non-zero for the pieces of a line
+ * longer than max_line, which go to the dead-letter path. */
+void router_record(router *r, router_input *ri, const msg_origin *o,
+                   unsigned piece);
+/* Frees the batch, and the outputs' matchers and encoders. */
+void router_free(router *r);
+void router_input_free(router_input *ri);
+
+#endif
