@@ -39,7 +39,6 @@
 
 
 typedef struct {
-  const config_plugin *cfg;
   char *label;               /* "output 'name'", for log lines */
   output_sink sink;
   uint64_t write_failed;     /* records the sink could not write */
@@ -53,9 +52,16 @@ typedef struct {
   checkpoint_ticket *ticket; /* of the chunk being handed on */
 } pl_input;
 
+/* The pipeline keeps its own copies of the config's names and settings
+ * (`kept`): queued records point to input names, and a reload will replace
+ * the config while they wait. The config is read only while building. */
 struct pipeline {
   uv_loop_t *loop;
-  const config *cfg;
+  const config *cfg;         /* while building only */
+  char **kept;               /* strings copied from the config */
+  size_t nkept;
+  unsigned stop_timeout_ms, checkpoint_interval_ms;
+  bool checkpointing;
   sandbox_watchdog *wd;
   pl_input *inputs;
   size_t ninputs, running;
@@ -195,7 +201,7 @@ static void pipeline_stop(pipeline *pl, const char *why)
   if (why) log_msg("%s: stopping", why);
   pl->stopping = true;
   for (size_t i = 0; i < pl->ninputs; i++) input_stop(&pl->inputs[i].in);
-  uv_timer_start(&pl->deadline, on_deadline, pl->cfg->stop_timeout_ms, 0);
+  uv_timer_start(&pl->deadline, on_deadline, pl->stop_timeout_ms, 0);
   uv_unref((uv_handle_t *)&pl->deadline);
 }
 
@@ -229,6 +235,7 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
 {
   pipeline *pl = ud;
   pl_output *o = output_of(pl, s);
+  const router_output *ro = o ? &pl->routes[o - pl->outputs] : NULL;
   msg_origin from = {r->input, r->position, r->is_offset, bytes, len, r->ack};
 
   pl->status = 1;
@@ -237,8 +244,8 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
     return;
   }
   o->write_failed++;
-  if (o->cfg->newline && len > 0) from.len--; /* the output's, not the record's */
-  dead_letter_write(&pl->dl, "output", o->cfg->name, reason, &from);
+  if (ro->newline && len > 0) from.len--; /* the output's, not the record's */
+  dead_letter_write(&pl->dl, "output", ro->name, reason, &from);
 }
 
 static void on_sink_changed(void *ud, output_sink *s)
@@ -256,6 +263,22 @@ static void on_sink_changed(void *ud, output_sink *s)
 static output_events sink_events(pipeline *pl)
 {
   return (output_events){on_sink_failed, on_sink_changed, pl};
+}
+
+/* A copy of s that lives as long as the pipeline; NULL stays NULL. */
+static const char *keep(pipeline *pl, const char *s)
+{
+  char **k, *copy;
+
+  if (!s) return NULL;
+  k = realloc(pl->kept, (pl->nkept + 1) * sizeof *k);
+  copy = strdup(s);
+  if (k) pl->kept = k;
+  if (!k || !copy) {
+    free(copy);
+    return NULL;
+  }
+  return pl->kept[pl->nkept++] = copy;
 }
 
 static sandbox *make_sandbox(pipeline *pl, const config_plugin *p,
@@ -286,9 +309,13 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
     if (p->role != PLUGIN_OUTPUT) continue;
     ro = &pl->routes[pl->noutputs];
     o = &pl->outputs[pl->noutputs++];
-    o->cfg = p;
-    *ro = (router_output){.name = p->name, .encoder_name = p->encoder,
+    *ro = (router_output){.name = keep(pl, p->name),
+                          .encoder_name = keep(pl, p->encoder),
                           .newline = p->newline, .sink = &o->sink};
+    if (!ro->name || (p->encoder && !ro->encoder_name)) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
     ro->match = matcher_compile(p->message_matcher, why, sizeof why);
     if (!ro->match) {
       snprintf(err, errlen, "%s:%d: output '%s': message_matcher: %s",
@@ -347,16 +374,20 @@ static int build_inputs(pipeline *pl, char *err, size_t errlen)
     if (p->role != PLUGIN_INPUT) continue;
     pi = &pl->inputs[pl->ninputs++];
     pi->pl = pl;
-    pi->in.name = p->name;
-    pi->in.path = p->type == INPUT_FILE ? p->path : NULL;
+    pi->in.name = keep(pl, p->name);
+    pi->in.path = p->type == INPUT_FILE ? keep(pl, p->path) : NULL;
+    if (!pi->in.name || (p->type == INPUT_FILE && !pi->in.path)) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
     pi->in.max_line = p->max_line;
     pi->in.fd = -1;
     pi->in.handler = (input_handler){on_record, on_chunk_done, on_finished, pl};
     if (p->type == INPUT_FILE && cfg->state_dir &&
         resume_input(pi, cfg, p, err, errlen) != 0)
       return -1;
-    pi->ri = (router_input){.name = p->name, .max_line = p->max_line,
-                            .decoder_name = p->decoder};
+    pi->ri = (router_input){.name = pi->in.name, .max_line = p->max_line,
+                            .decoder_name = keep(pl, p->decoder)};
     if (p->decoder) {
       pi->ri.decoder = make_sandbox(pl, config_find(cfg, p->decoder,
                                                     PLUGIN_DECODER),
@@ -373,7 +404,7 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
   char why[256];
 
   for (size_t i = 0; i < pl->noutputs && pl->cfg->dead_letter_output; i++)
-    if (strcmp(pl->outputs[i].cfg->name, pl->cfg->dead_letter_output) == 0)
+    if (strcmp(pl->routes[i].name, pl->cfg->dead_letter_output) == 0)
       shared = &pl->outputs[i].sink;
   if (dead_letter_open(&pl->dl, pl->loop, pl->cfg->dead_letter_path, shared,
                        sink_events(pl), why, sizeof why) != 0) {
@@ -427,6 +458,9 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   }
   pl->loop = loop;
   pl->cfg = cfg;
+  pl->stop_timeout_ms = cfg->stop_timeout_ms;
+  pl->checkpoint_interval_ms = cfg->checkpoint_interval_ms;
+  pl->checkpointing = cfg->state_dir != NULL;
   uv_timer_init(loop, &pl->deadline);
   pl->deadline.data = pl;
   uv_timer_init(loop, &pl->checkpoints);
@@ -450,6 +484,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   }
   router_init(&pl->router, pl->routes, pl->noutputs, &pl->dl);
   share_budget(pl);
+  pl->cfg = NULL;
   return pl;
 }
 
@@ -526,10 +561,9 @@ int pipeline_run(pipeline *pl)
   signals_handler sh = {on_stop_signal, on_reopen_signal, pl};
 
   signals_set_handler(&sh);
-  if (pl->cfg->state_dir) {
+  if (pl->checkpointing) {
     uv_timer_start(&pl->checkpoints, on_checkpoint_timer,
-                   pl->cfg->checkpoint_interval_ms,
-                   pl->cfg->checkpoint_interval_ms);
+                   pl->checkpoint_interval_ms, pl->checkpoint_interval_ms);
     uv_unref((uv_handle_t *)&pl->checkpoints);
   }
   for (size_t i = 0; i < pl->ninputs; i++) {
@@ -589,6 +623,8 @@ int pipeline_destroy(pipeline *pl)
   free(pl->routes);
   free(pl->snapshot.inputs);
   free(pl->snapshot.outputs);
+  for (size_t i = 0; i < pl->nkept; i++) free(pl->kept[i]);
+  free(pl->kept);
   free(pl);
   return rc;
 }

@@ -72,9 +72,9 @@ describe("checkpoints", function()
     run.write(dir .. "/in.log", input)
     -- Kill it once more than half the output is written.
     local half = math.floor(#input * 0.6)
-    os.execute(string.format([[cd %s && (timeout -s KILL 120 %s -c config.lua 2> stderr1 & pid=$!
+    os.execute(string.format([[cd %s && (timeout --foreground -s KILL 120 %s -c config.lua 2> stderr1 & pid=$!
       for i in $(seq 2000); do [ "$(stat -c %%s out.log 2>/dev/null || echo 0)" -ge %d ] && break; sleep 0.01; done
-      kill -KILL $pid; wait $pid) 2>/dev/null]], run.quote(dir), run.quote(run.bin), half))
+      kill -KILL $(tr -dc 0-9 < /proc/$pid/task/$pid/children); wait $pid) 2>/dev/null]], run.quote(dir), run.quote(run.bin), half))
     local before = #(run.read(dir .. "/out.log") or "")
     assert.is_true(before >= half and before < #input, "killed at " .. before .. " of " .. #input .. " bytes")
     local status, stderr = run_in(dir)
