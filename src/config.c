@@ -97,7 +97,7 @@ static const char *const file_output_keys[] = {
 static const char *const global_keys[] = {
   "dead_letter_path", "dead_letter_output", "watchdog_interval_ms",
   "stop_timeout_ms", "state_dir", "checkpoint_interval_ms", "memory_budget",
-  NULL
+  "workers", NULL
 };
 
 /* ---- line numbers from the source text ---- */
@@ -593,7 +593,7 @@ static int read_globals(loader *ld, config *cfg, int line)
   config_plugin g = {.name = "lumberjit", .line = line};
   plugin_ctx c = {ld, &g, NULL};
   uint64_t v = cfg->watchdog_interval_ms, stop = cfg->stop_timeout_ms;
-  uint64_t ckpt = cfg->checkpoint_interval_ms;
+  uint64_t ckpt = cfg->checkpoint_interval_ms, workers = cfg->workers;
   char *dl_path = NULL;
 
   ld->globals_line = line;
@@ -604,8 +604,11 @@ static int read_globals(loader *ld, config *cfg, int line)
       read_count(&c, "stop_timeout_ms", 3600000, &stop) != 0 ||
       read_string(&c, "state_dir", false, &cfg->state_dir) != 0 ||
       read_count(&c, "checkpoint_interval_ms", 3600000, &ckpt) != 0 ||
-      read_count(&c, "memory_budget", 1e12, &cfg->memory_budget) != 0)
+      read_count(&c, "memory_budget", 1e12, &cfg->memory_budget) != 0 ||
+      read_count(&c, "workers", 256, &workers) != 0)
     return -1;
+  if (workers < 1) return key_fail(&c, "workers", "must be at least 1");
+  cfg->workers = (size_t)workers;
   if (cfg->memory_budget < (1u << 20))
     return key_fail(&c, "memory_budget", "must be at least 1 MiB (1048576)");
   if (ckpt < 1) return key_fail(&c, "checkpoint_interval_ms", "must be at least 1");
@@ -1085,6 +1088,10 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   cfg->stop_timeout_ms = 5000;
   cfg->checkpoint_interval_ms = 1000;
   cfg->memory_budget = 32u << 20;
+  {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->workers = cores > 0 ? (size_t)cores : 1;
+  }
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
   if (!cfg->file || !cfg->dead_letter_path || !ld.dir || !ld.text) {

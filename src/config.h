@@ -78,6 +78,7 @@ typedef struct {
   char *state_dir;          /* checkpoints of file inputs; NULL: none */
   unsigned checkpoint_interval_ms; /* how often they are saved */
   uint64_t memory_budget;   /* bytes the output queues may hold in all */
+  size_t workers;           /* threads running decoders and encoders */
 } config;
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */

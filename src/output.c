@@ -404,10 +404,56 @@ void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
     o->recs_cap = cap;
   }
   o->recs[o->nrecs++] = r;
-  checkpoint_ref(r.ack);
   o->committed = r.end;
+  if (o->collect) return;
+  checkpoint_ref(r.ack);
   if (output_queued(o) >= o->high_water) o->full = true;
   if (o->committed - o->head >= o->flush_bytes) output_flush(o);
+}
+
+static void lose(void *ud, output_sink *o, const output_record *r,
+                 const char *bytes, size_t len, const char *reason)
+{
+  (void)ud;
+  (void)r;
+  (void)bytes;
+  (void)len;
+  (void)reason;
+  o->records_lost++;
+}
+
+static void unchanged(void *ud, output_sink *o)
+{
+  (void)ud;
+  (void)o;
+}
+
+void output_collector_init(output_sink *o)
+{
+  memset(o, 0, sizeof *o);
+  o->collect = true;
+  o->fd = -1;
+  o->restore_fd = -1;
+  o->flush_bytes = (size_t)-1;
+  o->high_water = (size_t)-1;
+  o->ev = (output_events){lose, unchanged, NULL};
+}
+
+void output_adopt(output_sink *o, output_sink *from)
+{
+  size_t start = 0;
+
+  for (size_t i = from->rec_head; i < from->nrecs; i++) {
+    const output_record *r = &from->recs[i];
+    msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack};
+    buf_append(output_buf(o), from->pending.data + start, r->end - start);
+    output_commit(o, &origin, r->dead_letter);
+    start = r->end;
+  }
+  o->records_lost += from->records_lost;
+  from->records_lost = 0;
+  from->pending.len = from->head = from->boundary = from->committed = 0;
+  from->rec_head = from->nrecs = 0;
 }
 
 bool output_full(const output_sink *o)

@@ -96,8 +96,10 @@ struct output_sink {
   int in_flush;           /* guards against re-entry from callbacks */
   char error[256];        /* why it failed or waits for space */
   bool failure_reported;  /* the owner's: it has logged the failure */
+  bool collect;           /* only collects records (a worker's) */
 
   uint64_t records_written, dead_letters_written, bytes_written;
+  uint64_t records_lost;  /* a collector ran out of memory for them */
 };
 
 /* path NULL: standard output. name names the sink in log lines. With
@@ -107,6 +109,13 @@ struct output_sink {
 int output_open(output_sink *o, uv_loop_t *loop, const char *name,
                 const char *path, size_t flush_bytes, bool lines,
                 output_events ev, char *err, size_t errlen);
+/* A sink that writes nothing: it collects records for output_adopt (a
+ * worker thread's side of a real sink). It takes no checkpoint
+ * references; output_adopt does. */
+void output_collector_init(output_sink *o);
+/* Moves every record of collector `from` into o, in order, as if each was
+ * committed to o now; empties `from` and keeps its memory. */
+void output_adopt(output_sink *o, output_sink *from);
 /* Where the next record's bytes are appended. */
 static inline buf *output_buf(output_sink *o) { return &o->pending; }
 /* Ends the record appended since the last commit; writes once flush_bytes

@@ -2,9 +2,11 @@
  * pipeline.c - wires inputs, decoders, the router, encoders and outputs
  * (see pipeline.h) and runs them on the loop thread.
  *
- * Per record: the input hands a line straight from its read buffer to the
- * router (router.h), which decodes, routes and encodes it into the queues
- * of the outputs (output.h). After each read the outputs are flushed, so
+ * Per read: the input cuts it into records, which are copied into a job
+ * for the worker thread the input is pinned to (worker.h); the worker's
+ * router (router.h) decodes, routes and encodes them into the job's
+ * collectors; back on the loop thread the job's records move into the
+ * outputs' queues (output.h) in order and the outputs are flushed, so
  * writes are batched per read, not per event. Each read of a file input
  * takes a checkpoint ticket that its records' outputs hold until written
  * (checkpoint.h). Anything that fails goes to the dead-letter path with its
@@ -24,6 +26,7 @@
 #include "pipeline.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +39,17 @@
 #include "router.h"
 #include "sandbox.h"
 #include "signals.h"
+#include "worker.h"
 
+
+/* Jobs of one input at a worker at once: reading runs ahead by this many
+ * reads at most. */
+#define MAX_JOBS_IN_FLIGHT 2
 
 typedef struct {
+  const char *name;
+  bool newline;
+  const config_plugin *cfg;  /* while building only */
   char *label;               /* "output 'name'", for log lines */
   output_sink sink;
   uint64_t write_failed;     /* records the sink could not write */
@@ -47,7 +58,13 @@ typedef struct {
 typedef struct {
   input in;                  /* first: the handler gets &in */
   pipeline *pl;
-  router_input ri;
+  const config_plugin *cfg;  /* while building only */
+  router_input ri;           /* used by its worker only */
+  worker *w;
+  work_job *job;             /* being filled from the current read */
+  unsigned in_flight;        /* jobs at the worker */
+  bool read_all;             /* the input finished; jobs may be in flight */
+  const char *error;         /* why it finished, if it failed */
   checkpoint_source ckpt;    /* state_file NULL: not checkpointed */
   checkpoint_ticket *ticket; /* of the chunk being handed on */
 } pl_input;
@@ -66,10 +83,13 @@ struct pipeline {
   pl_input *inputs;
   size_t ninputs, running;
   pl_output *outputs;
-  router_output *routes;     /* outputs[i]'s matcher and encoder */
   size_t noutputs;
   dead_letter dl;
-  router router;
+  worker *workers;
+  size_t nworkers;
+  uv_async_t notify;         /* workers: jobs came back */
+  work_job *spare_jobs;
+  size_t jobs_in_flight;
   uv_timer_t deadline;       /* started when stopping */
   uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
   bool stopping, paused, handles_closed;
@@ -79,17 +99,43 @@ struct pipeline {
   pipeline_stats snapshot;   /* pipeline_snapshot's storage */
 };
 
+static work_job *take_job(pipeline *pl)
+{
+  work_job *job = pl->spare_jobs;
+
+  if (job) {
+    pl->spare_jobs = job->next;
+    work_job_reset(job);
+    return job;
+  }
+  job = malloc(sizeof *job);
+  if (job && work_job_init(job, pl->noutputs + 1) != 0) {
+    free(job);
+    job = NULL;
+  }
+  return job;
+}
+
+/* Copies the record into the job its worker will run. */
 static void on_record(void *ud, input *in, const char *bytes, size_t len,
                       uint64_t position, unsigned piece)
 {
+  pipeline *pl = ud;
   pl_input *pi = (pl_input *)in;
-  msg_origin o = {in->name, position, in->is_offset, bytes, len, NULL};
 
-  if (pi->ckpt.state_file) {
-    if (!pi->ticket) pi->ticket = checkpoint_ticket_new(&pi->ckpt);
-    o.ack = pi->ticket;
+  if (pi->ckpt.state_file && !pi->ticket)
+    pi->ticket = checkpoint_ticket_new(&pi->ckpt);
+  if (!pi->job && !(pi->job = take_job(pl))) {
+    log_msg("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
+            position);
+    pl->status = 1;
+    return;
   }
-  router_record(&((pipeline *)ud)->router, &pi->ri, &o, piece);
+  if (!work_job_add(pi->job, bytes, len, position, piece)) {
+    log_msg("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
+            position);
+    pl->status = 1;
+  }
 }
 
 static void each_sink(pipeline *pl, void (*fn)(output_sink *))
@@ -113,6 +159,13 @@ static bool busy(const output_sink *o)
 /* Holds every input while any output is full, lets them go below its
  * low-water mark. Each sink's high-water mark is its share of
  * memory_budget (see share_budget). */
+/* An input reads while no output is full and its worker is not behind. */
+static void hold_or_go(pipeline *pl, pl_input *pi)
+{
+  if (pl->paused || pi->in_flight >= MAX_JOBS_IN_FLIGHT) input_pause(&pi->in);
+  else input_resume(&pi->in);
+}
+
 static void apply_backpressure(pipeline *pl)
 {
   bool full = any_sink(pl, output_full);
@@ -125,21 +178,69 @@ static void apply_backpressure(pipeline *pl)
   } else {
     pl->paused_ns += uv_hrtime() - pl->paused_since;
   }
-  for (size_t i = 0; i < pl->ninputs; i++)
-    if (full) input_pause(&pl->inputs[i].in);
-    else input_resume(&pl->inputs[i].in);
+  for (size_t i = 0; i < pl->ninputs; i++) hold_or_go(pl, &pl->inputs[i]);
 }
 
+/* The read is cut into records: its job goes to the input's worker, with
+ * the checkpoint ticket's processing reference. */
 static void on_chunk_done(void *ud, input *in)
 {
   pipeline *pl = ud;
   pl_input *pi = (pl_input *)in;
+  work_job *job = pi->job;
 
-  if (pi->ticket) {
-    /* The chunk is handed on: its records' outputs hold it from here. */
-    pi->ticket->end = in->done_offset;
+  if (!job) {
+    if (pi->ticket) pi->ticket->end = in->done_offset;
     checkpoint_unref(pi->ticket);
     pi->ticket = NULL;
+    return;
+  }
+  job->input = &pi->ri;
+  job->is_offset = in->is_offset;
+  job->ticket = pi->ticket;
+  job->done_offset = in->done_offset;
+  pi->job = NULL;
+  pi->ticket = NULL;
+  pi->in_flight++;
+  if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
+  worker_submit(pi->w, job);
+  hold_or_go(pl, pi);
+}
+
+static void finish_input(pipeline *pl, pl_input *pi)
+{
+  if (pi->error) {
+    log_msg("input '%s' stopped: %s", pi->in.name, pi->error);
+    pl->status = 1;
+  }
+  pl->running--;
+}
+
+/* A job came back: its records go into the real sinks, in order. */
+static void adopt(pipeline *pl, work_job *job)
+{
+  pl_input *pi = (pl_input *)((char *)job->input - offsetof(pl_input, ri));
+
+  for (size_t i = 0; i < pl->noutputs; i++)
+    output_adopt(&pl->outputs[i].sink, &job->out[i]);
+  if (pl->dl.owns_sink) output_adopt(&pl->dl.own, &job->out[pl->noutputs]);
+  if (job->ticket) job->ticket->end = job->done_offset;
+  checkpoint_unref(job->ticket);
+  job->next = pl->spare_jobs;
+  pl->spare_jobs = job;
+  if (--pl->jobs_in_flight == 0) uv_unref((uv_handle_t *)&pl->notify);
+  pi->in_flight--;
+  if (pi->read_all && pi->in_flight == 0) finish_input(pl, pi);
+  else hold_or_go(pl, pi);
+}
+
+static void on_jobs_back(uv_async_t *a)
+{
+  pipeline *pl = a->data;
+
+  for (size_t i = 0; i < pl->nworkers; i++) {
+    work_job *job;
+    while ((job = worker_take_done(&pl->workers[i]))) adopt(pl, job);
   }
   each_sink(pl, output_flush);
   apply_backpressure(pl);
@@ -158,12 +259,11 @@ static void on_checkpoint_timer(uv_timer_t *t)
 static void on_finished(void *ud, input *in, const char *error)
 {
   pipeline *pl = ud;
+  pl_input *pi = (pl_input *)in;
 
-  if (error) {
-    log_msg("input '%s' stopped: %s", in->name, error);
-    pl->status = 1;
-  }
-  pl->running--;
+  pi->read_all = true;
+  pi->error = error;
+  if (pi->in_flight == 0) finish_input(pl, pi);
 }
 
 static void fail_queued(output_sink *o)
@@ -235,7 +335,6 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
 {
   pipeline *pl = ud;
   pl_output *o = output_of(pl, s);
-  const router_output *ro = o ? &pl->routes[o - pl->outputs] : NULL;
   msg_origin from = {r->input, r->position, r->is_offset, bytes, len, r->ack};
 
   pl->status = 1;
@@ -244,8 +343,8 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
     return;
   }
   o->write_failed++;
-  if (ro->newline && len > 0) from.len--; /* the output's, not the record's */
-  dead_letter_write(&pl->dl, "output", ro->name, reason, &from);
+  if (o->newline && len > 0) from.len--; /* the output's, not the record's */
+  dead_letter_write(&pl->dl, "output", o->name, reason, &from);
 }
 
 static void on_sink_changed(void *ud, output_sink *s)
@@ -304,26 +403,14 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
     pl_output *o;
-    router_output *ro;
     char why[256];
     if (p->role != PLUGIN_OUTPUT) continue;
-    ro = &pl->routes[pl->noutputs];
     o = &pl->outputs[pl->noutputs++];
-    *ro = (router_output){.name = keep(pl, p->name),
-                          .encoder_name = keep(pl, p->encoder),
-                          .newline = p->newline, .sink = &o->sink};
-    if (!ro->name || (p->encoder && !ro->encoder_name)) {
-      snprintf(err, errlen, "out of memory");
-      return -1;
-    }
-    ro->match = matcher_compile(p->message_matcher, why, sizeof why);
-    if (!ro->match) {
-      snprintf(err, errlen, "%s:%d: output '%s': message_matcher: %s",
-               cfg->file, p->line, p->name, why);
-      return -1;
-    }
+    o->cfg = p;
+    o->name = keep(pl, p->name);
+    o->newline = p->newline;
     o->label = malloc(strlen(p->name) + sizeof "output ''");
-    if (!o->label) {
+    if (!o->name || !o->label) {
       snprintf(err, errlen, "out of memory");
       return -1;
     }
@@ -335,11 +422,82 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
                p->name, why);
       return -1;
     }
+  }
+  return 0;
+}
+
+/* On the worker's thread: its matchers, encoders and decoders. */
+static int build_worker(void *ud, worker *w, char *err, size_t errlen)
+{
+  pipeline *pl = ud;
+  const config *cfg = pl->cfg;
+
+  w->outputs = calloc(pl->noutputs ? pl->noutputs : 1, sizeof *w->outputs);
+  if (!w->outputs) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  w->noutputs = pl->noutputs;
+  w->dl_output = pl->noutputs;
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    const config_plugin *p = pl->outputs[i].cfg;
+    router_output *ro = &w->outputs[i];
+    char why[256];
+    *ro = (router_output){.name = pl->outputs[i].name,
+                          .encoder_name = keep(pl, p->encoder),
+                          .newline = p->newline};
+    if (cfg->dead_letter_output && strcmp(p->name, cfg->dead_letter_output) == 0)
+      w->dl_output = i;
+    ro->match = matcher_compile(p->message_matcher, why, sizeof why);
+    if (!ro->match) {
+      snprintf(err, errlen, "%s:%d: output '%s': message_matcher: %s",
+               cfg->file, p->line, p->name, why);
+      return -1;
+    }
     if (p->encoder) {
       ro->encoder = make_sandbox(pl, config_find(cfg, p->encoder, PLUGIN_ENCODER),
                                  SANDBOX_ENCODER, err, errlen);
       if (!ro->encoder) return -1;
     }
+  }
+  for (size_t i = 0; i < w->ninputs; i++) {
+    pl_input *pi = (pl_input *)((char *)w->inputs[i] - offsetof(pl_input, ri));
+    const config_plugin *p = pi->cfg;
+    if (!p->decoder) continue;
+    pi->ri.decoder = make_sandbox(pl, config_find(cfg, p->decoder,
+                                                  PLUGIN_DECODER),
+                                  SANDBOX_DECODER, err, errlen);
+    if (!pi->ri.decoder) return -1;
+  }
+  return 0;
+}
+
+/* Pins input i to worker i % N and starts the workers: no more than there
+ * are inputs, at least one. */
+static int start_workers(pipeline *pl, char *err, size_t errlen)
+{
+  size_t n = pl->cfg->workers < pl->ninputs ? pl->cfg->workers : pl->ninputs;
+
+  pl->nworkers = n ? n : 1;
+  pl->workers = calloc(pl->nworkers, sizeof *pl->workers);
+  if (!pl->workers) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (size_t k = 0; k < pl->nworkers; k++) {
+    worker *w = &pl->workers[k];
+    w->build = build_worker;
+    w->build_ud = pl;
+    w->inputs = calloc(pl->ninputs ? pl->ninputs : 1, sizeof *w->inputs);
+    if (!w->inputs) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    for (size_t i = k; i < pl->ninputs; i += pl->nworkers) {
+      pl->inputs[i].w = w;
+      w->inputs[w->ninputs++] = &pl->inputs[i].ri;
+    }
+    if (worker_start(w, &pl->notify, err, errlen) != 0) return -1;
   }
   return 0;
 }
@@ -386,14 +544,9 @@ static int build_inputs(pipeline *pl, char *err, size_t errlen)
     if (p->type == INPUT_FILE && cfg->state_dir &&
         resume_input(pi, cfg, p, err, errlen) != 0)
       return -1;
+    pi->cfg = p;
     pi->ri = (router_input){.name = pi->in.name, .max_line = p->max_line,
                             .decoder_name = keep(pl, p->decoder)};
-    if (p->decoder) {
-      pi->ri.decoder = make_sandbox(pl, config_find(cfg, p->decoder,
-                                                    PLUGIN_DECODER),
-                                    SANDBOX_DECODER, err, errlen);
-      if (!pi->ri.decoder) return -1;
-    }
   }
   return 0;
 }
@@ -404,7 +557,7 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
   char why[256];
 
   for (size_t i = 0; i < pl->noutputs && pl->cfg->dead_letter_output; i++)
-    if (strcmp(pl->routes[i].name, pl->cfg->dead_letter_output) == 0)
+    if (strcmp(pl->outputs[i].name, pl->cfg->dead_letter_output) == 0)
       shared = &pl->outputs[i].sink;
   if (dead_letter_open(&pl->dl, pl->loop, pl->cfg->dead_letter_path, shared,
                        sink_events(pl), why, sizeof why) != 0) {
@@ -465,12 +618,14 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   pl->deadline.data = pl;
   uv_timer_init(loop, &pl->checkpoints);
   pl->checkpoints.data = pl;
+  uv_async_init(loop, &pl->notify, on_jobs_back);
+  pl->notify.data = pl;
+  uv_unref((uv_handle_t *)&pl->notify);
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
-  pl->routes = calloc(cfg->nplugins, sizeof *pl->routes);
   pl->snapshot.inputs = calloc(cfg->nplugins, sizeof *pl->snapshot.inputs);
   pl->snapshot.outputs = calloc(cfg->nplugins, sizeof *pl->snapshot.outputs);
-  if (!pl->inputs || !pl->outputs || !pl->routes || !pl->snapshot.inputs ||
+  if (!pl->inputs || !pl->outputs || !pl->snapshot.inputs ||
       !pl->snapshot.outputs) {
     snprintf(err, errlen, "out of memory");
     pipeline_destroy(pl);
@@ -478,12 +633,14 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   }
   if (start_watchdog(cfg, &pl->wd, err, errlen) != 0 ||
       build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
-      build_dead_letter(pl, err, errlen) != 0) {
+      build_dead_letter(pl, err, errlen) != 0 ||
+      start_workers(pl, err, errlen) != 0) {
     pipeline_destroy(pl);
     return NULL;
   }
-  router_init(&pl->router, pl->routes, pl->noutputs, &pl->dl);
   share_budget(pl);
+  for (size_t i = 0; i < pl->noutputs; i++) pl->outputs[i].cfg = NULL;
+  for (size_t i = 0; i < pl->ninputs; i++) pl->inputs[i].cfg = NULL;
   pl->cfg = NULL;
   return pl;
 }
@@ -508,9 +665,11 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
   return rc;
 }
 
+/* Reads counters the workers keep: call it once they have stopped. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl)
 {
   pipeline_stats *st = &pl->snapshot;
+  uint64_t lost = 0;
 
   st->ninputs = pl->ninputs;
   for (size_t i = 0; i < pl->ninputs; i++) {
@@ -521,15 +680,25 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   st->noutputs = pl->noutputs;
   for (size_t i = 0; i < pl->noutputs; i++) {
     const pl_output *o = &pl->outputs[i];
-    const router_output *ro = &pl->routes[i];
-    st->outputs[i] = (pipeline_output_stats){
-      ro->name, o->sink.records_written, ro->failed + o->write_failed,
-      ro->skipped, output_queued(&o->sink)};
+    st->outputs[i] = (pipeline_output_stats){o->name, o->sink.records_written,
+                                             o->write_failed, 0,
+                                             output_queued(&o->sink)};
+    lost += o->sink.records_lost;
   }
   st->dead_letters = pl->dl.count;
+  st->unrouted = 0;
+  for (size_t k = 0; k < pl->nworkers; k++) {
+    const worker *w = &pl->workers[k];
+    for (size_t i = 0; i < w->noutputs && i < pl->noutputs; i++) {
+      st->outputs[i].failed += w->outputs[i].failed;
+      st->outputs[i].skipped += w->outputs[i].skipped;
+    }
+    st->dead_letters += w->dl.count;
+    st->unrouted += w->router.unrouted;
+  }
+  if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;
   st->dead_letters_written = dead_letter_written(&pl->dl);
-  st->dead_letters_lost = pl->dl.failed;
-  st->unrouted = pl->router.unrouted;
+  st->dead_letters_lost = pl->dl.failed + lost;
   st->pauses = pl->pauses;
   st->paused_ms = (pl->paused_ns + (pl->paused ? uv_hrtime() - pl->paused_since
                                                : 0)) / 1000000;
@@ -553,6 +722,12 @@ static void log_summary(pipeline *pl)
           "inputs paused %" PRIu64 " times for %" PRIu64 " ms",
           st->dead_letters, st->dead_letters_written, st->dead_letters_lost,
           st->unrouted, st->pauses, st->paused_ms);
+}
+
+/* Joins the workers; their sandboxes go with them. */
+static void stop_workers(pipeline *pl)
+{
+  for (size_t k = 0; k < pl->nworkers; k++) worker_stop(&pl->workers[k]);
 }
 
 int pipeline_run(pipeline *pl)
@@ -582,6 +757,7 @@ int pipeline_run(pipeline *pl)
   } while (pl->running > 0 || any_sink(pl, busy));
   signals_set_handler(NULL);
   save_checkpoints(pl);
+  stop_workers(pl);
   log_summary(pl);
   return pl->status;
 }
@@ -594,6 +770,7 @@ static void close_handles(pipeline *pl)
   each_sink(pl, output_close_handles);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
+  uv_close((uv_handle_t *)&pl->notify, NULL);
   uv_run(pl->loop, UV_RUN_NOWAIT);
 }
 
@@ -602,14 +779,26 @@ int pipeline_destroy(pipeline *pl)
   int rc = 0;
 
   if (!pl) return 0;
+  stop_workers(pl); /* before the async handle closes */
   close_handles(pl);
+  for (size_t i = 0; i < pl->nworkers; i++) {
+    free(pl->workers[i].outputs);
+    free(pl->workers[i].inputs);
+  }
+  free(pl->workers);
   for (size_t i = 0; i < pl->ninputs; i++) {
     input_free(&pl->inputs[i].in);
-    router_input_free(&pl->inputs[i].ri);
+    if (pl->inputs[i].job) {
+      work_job_free(pl->inputs[i].job);
+      free(pl->inputs[i].job);
+    }
   }
-  pl->router.outputs = pl->routes; /* also when create failed half-way */
-  pl->router.noutputs = pl->noutputs;
-  router_free(&pl->router);
+  while (pl->spare_jobs) {
+    work_job *job = pl->spare_jobs;
+    pl->spare_jobs = job->next;
+    work_job_free(job);
+    free(job);
+  }
   for (size_t i = 0; i < pl->noutputs; i++) {
     if (output_close(&pl->outputs[i].sink) != 0) rc = -1;
     free(pl->outputs[i].label);
@@ -620,7 +809,6 @@ int pipeline_destroy(pipeline *pl)
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);
-  free(pl->routes);
   free(pl->snapshot.inputs);
   free(pl->snapshot.outputs);
   for (size_t i = 0; i < pl->nkept; i++) free(pl->kept[i]);

@@ -4,9 +4,8 @@
  * and the dead-letter path, all on one libuv loop.
  *
  * Data flows one way: input -> decoder -> router -> encoder -> output.
- * Each input has its own decoder sandbox and each output its own encoder
- * sandbox, so that a later multi-threaded pipeline can give each worker its
- * own instances without sharing Lua states.
+ * Decoders and encoders run on `workers` threads, each with its own
+ * instances; the loop thread does all the I/O.
  */
 #ifndef LUMBERJIT_PIPELINE_H
 #define LUMBERJIT_PIPELINE_H
@@ -48,7 +47,8 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
  * Returns 0, or 1 when an input stopped on a read error, an output failed,
  * or a record could be neither written nor dead-lettered. */
 int pipeline_run(pipeline *pl);
-/* The counters now; valid until the next call. Loop thread only. */
+/* The counters, once pipeline_run has returned (workers keep some of them
+ * while they run); valid until the next call. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl);
 /* Closes everything, fsyncing output files; -1 when an fsync failed. */
 int pipeline_destroy(pipeline *pl);

@@ -5,9 +5,8 @@
  * goes to the dead-letter path with its reason.
  *
  * A router owns the sandboxes and the message batch it uses, and only
- * queues onto sinks: the unit a worker thread will own, one per thread,
- * each with its own decoder and encoder instances. Today the pipeline has
- * one, on the loop thread.
+ * queues onto sinks: each worker thread (worker.h) owns one, with its own
+ * decoder and encoder instances, queueing onto collector sinks.
  */
 #ifndef LUMBERJIT_ROUTER_H
 #define LUMBERJIT_ROUTER_H

@@ -1,0 +1,159 @@
+/* worker.c - see worker.h. */
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int work_job_init(work_job *job, size_t nsinks)
+{
+  memset(job, 0, sizeof *job);
+  job->out = calloc(nsinks, sizeof *job->out);
+  if (!job->out) return -1;
+  job->nsinks = nsinks;
+  for (size_t i = 0; i < nsinks; i++) output_collector_init(&job->out[i]);
+  return 0;
+}
+
+void work_job_free(work_job *job)
+{
+  for (size_t i = 0; i < job->nsinks; i++) output_close(&job->out[i]);
+  free(job->out);
+  free(job->recs);
+  buf_free(&job->bytes);
+}
+
+void work_job_reset(work_job *job)
+{
+  job->next = NULL;
+  job->input = NULL;
+  buf_clear(&job->bytes);
+  job->nrecs = 0;
+  job->ticket = NULL;
+  job->done_offset = 0;
+}
+
+bool work_job_add(work_job *job, const char *bytes, size_t len,
+                  uint64_t position, unsigned piece)
+{
+  if (job->nrecs == job->recs_cap) {
+    size_t cap = job->recs_cap ? job->recs_cap * 2 : 1024;
+    work_record *p = realloc(job->recs, cap * sizeof *p);
+    if (!p) return false;
+    job->recs = p;
+    job->recs_cap = cap;
+  }
+  job->recs[job->nrecs] = (work_record){job->bytes.len, len, position, piece};
+  if (!buf_append(&job->bytes, bytes, len)) return false;
+  job->nrecs++;
+  return true;
+}
+
+/* Routes every record of the job into its collectors. */
+static void run_job(worker *w, work_job *job)
+{
+  for (size_t i = 0; i < w->noutputs; i++) w->outputs[i].sink = &job->out[i];
+  w->dl.sink = &job->out[w->dl_output < w->noutputs ? w->dl_output
+                                                    : job->nsinks - 1];
+  for (size_t i = 0; i < job->nrecs; i++) {
+    const work_record *r = &job->recs[i];
+    msg_origin o = {job->input->name, r->position, job->is_offset,
+                    job->bytes.data + r->off, r->len, job->ticket};
+    router_record(&w->router, job->input, &o, r->piece);
+  }
+}
+
+static void *worker_main(void *arg)
+{
+  worker *w = arg;
+  int rc = w->build(w->build_ud, w, w->error, sizeof w->error);
+
+  /* Also after a failure: router_free then frees what was built. */
+  router_init(&w->router, w->outputs, w->noutputs, &w->dl);
+  pthread_mutex_lock(&w->lock);
+  w->ready = true;
+  w->failed = rc != 0;
+  pthread_cond_broadcast(&w->wake);
+  while (rc == 0) {
+    work_job *job;
+    while (!w->todo && !w->quit) pthread_cond_wait(&w->wake, &w->lock);
+    if (!w->todo) break;
+    job = w->todo;
+    w->todo = job->next;
+    if (!w->todo) w->todo_tail = NULL;
+    pthread_mutex_unlock(&w->lock);
+    run_job(w, job);
+    pthread_mutex_lock(&w->lock);
+    job->next = NULL;
+    if (w->done_tail) w->done_tail->next = job;
+    else w->done = job;
+    w->done_tail = job;
+    uv_async_send(w->notify);
+  }
+  pthread_mutex_unlock(&w->lock);
+  /* The sandboxes go on the thread that made them. */
+  for (size_t i = 0; i < w->ninputs; i++) router_input_free(w->inputs[i]);
+  router_free(&w->router);
+  return NULL;
+}
+
+int worker_start(worker *w, uv_async_t *notify, char *err, size_t errlen)
+{
+  int rc;
+
+  w->notify = notify;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->wake, NULL);
+  rc = pthread_create(&w->thread, NULL, worker_main, w);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot start a worker thread: %s", strerror(rc));
+    return -1;
+  }
+  w->started = true;
+  pthread_mutex_lock(&w->lock);
+  while (!w->ready) pthread_cond_wait(&w->wake, &w->lock);
+  pthread_mutex_unlock(&w->lock);
+  if (w->failed) {
+    snprintf(err, errlen, "%s", w->error);
+    return -1;
+  }
+  return 0;
+}
+
+void worker_submit(worker *w, work_job *job)
+{
+  job->next = NULL;
+  pthread_mutex_lock(&w->lock);
+  if (w->todo_tail) w->todo_tail->next = job;
+  else w->todo = job;
+  w->todo_tail = job;
+  pthread_cond_signal(&w->wake);
+  pthread_mutex_unlock(&w->lock);
+}
+
+work_job *worker_take_done(worker *w)
+{
+  work_job *job;
+
+  pthread_mutex_lock(&w->lock);
+  job = w->done;
+  if (job) {
+    w->done = job->next;
+    if (!w->done) w->done_tail = NULL;
+  }
+  pthread_mutex_unlock(&w->lock);
+  return job;
+}
+
+void worker_stop(worker *w)
+{
+  if (!w->started) return;
+  pthread_mutex_lock(&w->lock);
+  w->quit = true;
+  pthread_cond_broadcast(&w->wake);
+  pthread_mutex_unlock(&w->lock);
+  pthread_join(w->thread, NULL);
+  pthread_cond_destroy(&w->wake);
+  pthread_mutex_destroy(&w->lock);
+  w->started = false;
+}

@@ -1,0 +1,97 @@
+/*
+ * worker.h - a thread that runs the per-record path (router.h) for the
+ * inputs pinned to it, so decoders and encoders use more than one core
+ * while the loop thread does the I/O.
+ *
+ * The loop thread cuts a read into records and copies them into a job; the
+ * job goes to the worker its input is pinned to, which routes each record
+ * with its own router (its own sandboxes, created on its own thread so the
+ * CPU limit measures the right clock) into the job's collectors: one
+ * output_sink in collect mode per output and one for the dead-letter file.
+ * The finished job comes back to the loop thread (uv_async), which moves
+ * the collected records into the real sinks, in order. A source is always
+ * on the same worker and jobs come back in the order they went, so each
+ * source's records keep their order on every output. No Lua state and no
+ * real sink is ever touched by two threads; counters a worker keeps are
+ * read once it has stopped.
+ */
+#ifndef LUMBERJIT_WORKER_H
+#define LUMBERJIT_WORKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "buf.h"
+#include "checkpoint.h"
+#include "output.h"
+#include "router.h"
+
+typedef struct {
+  size_t off, len;          /* the record's bytes in job->bytes */
+  uint64_t position;
+  unsigned piece;
+} work_record;
+
+typedef struct work_job {
+  struct work_job *next;
+  router_input *input;      /* owned by the worker this job goes to */
+  bool is_offset;
+  buf bytes;
+  work_record *recs;
+  size_t nrecs, recs_cap;
+  checkpoint_ticket *ticket; /* its processing reference, dropped on return */
+  uint64_t done_offset;
+  output_sink *out;         /* nsinks collectors; the last: dead letters */
+  size_t nsinks;
+} work_job;
+
+typedef struct worker worker;
+
+/* Builds the worker's router on the worker's thread: encoders and matchers
+ * for every output, decoders for the pinned inputs. */
+typedef int (*worker_build_fn)(void *ud, worker *w, char *err, size_t errlen);
+
+struct worker {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  work_job *todo, *todo_tail;   /* to the worker */
+  work_job *done, *done_tail;   /* back to the loop */
+  bool quit, started, ready, failed;
+  char error[512];
+  uv_async_t *notify;           /* the loop's: jobs came back */
+
+  worker_build_fn build;
+  void *build_ud;
+  router router;                /* built on the thread */
+  router_output *outputs;       /* its matchers and encoders */
+  size_t noutputs;
+  router_input **inputs;        /* pinned to it; built on the thread */
+  size_t ninputs;
+  dead_letter dl;               /* sink: the job's last collector */
+  size_t dl_output;             /* dead letters go to this output's
+                                   collector; noutputs: their own file */
+};
+
+/* Starts the thread and waits until it has built its router; -1 with the
+ * reason when building failed. */
+int worker_start(worker *w, uv_async_t *notify, char *err, size_t errlen);
+void worker_submit(worker *w, work_job *job);
+/* The next job that came back, or NULL. Loop thread. */
+work_job *worker_take_done(worker *w);
+/* Stops and joins the thread; its router is freed on the thread. */
+void worker_stop(worker *w);
+
+/* Collector sinks for a job: one per output plus one for dead letters. */
+int work_job_init(work_job *job, size_t nsinks);
+void work_job_free(work_job *job);
+/* Appends one record (copied) to the job. */
+bool work_job_add(work_job *job, const char *bytes, size_t len,
+                  uint64_t position, unsigned piece);
+/* Empties it for the next use, keeping its memory. */
+void work_job_reset(work_job *job);
+
+#endif
