@@ -1,0 +1,376 @@
+/*
+ * pipeline_build.c - builds a pipeline from a config (pipeline.h): opens
+ * the outputs and the dead-letter path, prepares the inputs (resuming from
+ * their checkpoints), starts the workers, each building its own sandboxes
+ * on its own thread; and tears it all down again.
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pipeline_internal.h"
+
+/* A copy of s that lives as long as the pipeline; NULL stays NULL. */
+static const char *keep(pipeline *pl, const char *s)
+{
+  char **k, *copy;
+
+  if (!s) return NULL;
+  k = realloc(pl->kept, (pl->nkept + 1) * sizeof *k);
+  copy = strdup(s);
+  if (k) pl->kept = k;
+  if (!k || !copy) {
+    free(copy);
+    return NULL;
+  }
+  return pl->kept[pl->nkept++] = copy;
+}
+
+static sandbox *make_sandbox(pipeline *pl, const config_plugin *p,
+                             sandbox_kind kind, char *err, size_t errlen)
+{
+  sandbox_config sc = {
+    .name = p->name, .filename = p->filename, .kind = kind,
+    .settings = p->settings, .module_dirs = p->module_dirs,
+    .limits = p->limits, .log = log_sandbox_line
+  };
+  char why[768];
+  sandbox *sb = sandbox_create(&sc, pl->wd, why, sizeof why);
+
+  if (!sb) snprintf(err, errlen, "%s:%d: %s '%s': %s", pl->cfg->file, p->line,
+                    kind == SANDBOX_DECODER ? "decoder" : "encoder", p->name, why);
+  return sb;
+}
+
+static int build_outputs(pipeline *pl, char *err, size_t errlen)
+{
+  const config *cfg = pl->cfg;
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    pl_output *o;
+    char why[256];
+    if (p->role != PLUGIN_OUTPUT) continue;
+    o = &pl->outputs[pl->noutputs++];
+    o->cfg = p;
+    o->name = keep(pl, p->name);
+    o->newline = p->newline;
+    o->label = malloc(strlen(p->name) + sizeof "output ''");
+    if (!o->name || !o->label) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    sprintf(o->label, "output '%s'", p->name);
+    if (output_open(&o->sink, pl->loop, o->label,
+                    p->type == OUTPUT_FILE ? p->path : NULL, p->flush_bytes,
+                    p->newline, pipeline_sink_events(pl), why, sizeof why) != 0) {
+      snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
+               p->name, why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* On the worker's thread: its matchers, encoders and decoders. */
+static int build_worker(void *ud, worker *w, char *err, size_t errlen)
+{
+  pipeline *pl = ud;
+  const config *cfg = pl->cfg;
+
+  w->outputs = calloc(pl->noutputs ? pl->noutputs : 1, sizeof *w->outputs);
+  if (!w->outputs) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  w->noutputs = pl->noutputs;
+  w->dl_output = pl->noutputs;
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    const config_plugin *p = pl->outputs[i].cfg;
+    router_output *ro = &w->outputs[i];
+    char why[256];
+    *ro = (router_output){.name = pl->outputs[i].name,
+                          .encoder_name = keep(pl, p->encoder),
+                          .newline = p->newline};
+    if (cfg->dead_letter_output && strcmp(p->name, cfg->dead_letter_output) == 0)
+      w->dl_output = i;
+    ro->match = matcher_compile(p->message_matcher, why, sizeof why);
+    if (!ro->match) {
+      snprintf(err, errlen, "%s:%d: output '%s': message_matcher: %s",
+               cfg->file, p->line, p->name, why);
+      return -1;
+    }
+    if (p->encoder) {
+      ro->encoder = make_sandbox(pl, config_find(cfg, p->encoder, PLUGIN_ENCODER),
+                                 SANDBOX_ENCODER, err, errlen);
+      if (!ro->encoder) return -1;
+    }
+  }
+  for (size_t i = 0; i < w->ninputs; i++) {
+    pl_input *pi = (pl_input *)((char *)w->inputs[i] - offsetof(pl_input, ri));
+    const config_plugin *p = pi->cfg;
+    if (!p->decoder) continue;
+    pi->ri.decoder = make_sandbox(pl, config_find(cfg, p->decoder,
+                                                  PLUGIN_DECODER),
+                                  SANDBOX_DECODER, err, errlen);
+    if (!pi->ri.decoder) return -1;
+  }
+  return 0;
+}
+
+/* Pins input i to worker i % N and starts the workers: no more than there
+ * are inputs, at least one. */
+static int start_workers(pipeline *pl, char *err, size_t errlen)
+{
+  size_t n = pl->cfg->workers < pl->ninputs ? pl->cfg->workers : pl->ninputs;
+
+  pl->nworkers = n ? n : 1;
+  pl->workers = calloc(pl->nworkers, sizeof *pl->workers);
+  if (!pl->workers) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (size_t k = 0; k < pl->nworkers; k++) {
+    worker *w = &pl->workers[k];
+    w->build = build_worker;
+    w->build_ud = pl;
+    w->inputs = calloc(pl->ninputs ? pl->ninputs : 1, sizeof *w->inputs);
+    if (!w->inputs) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    for (size_t i = k; i < pl->ninputs; i += pl->nworkers) {
+      pl->inputs[i].w = w;
+      w->inputs[w->ninputs++] = &pl->inputs[i].ri;
+    }
+    if (worker_start(w, &pl->notify, err, errlen) != 0) return -1;
+  }
+  return 0;
+}
+
+/* Starts a file input where its checkpoint says. */
+static int resume_input(pl_input *pi, const config *cfg, const config_plugin *p,
+                        char *err, size_t errlen)
+{
+  uint64_t offset;
+  char why[512];
+
+  if (checkpoint_open(&pi->ckpt, cfg->state_dir, p->name, p->path, &offset,
+                      why, sizeof why) != 0) {
+    snprintf(err, errlen, "%s:%d: input '%s': %s", cfg->file, p->line,
+             p->name, why);
+    return -1;
+  }
+  if (offset > 0)
+    log_msg("input '%s': resuming %s at offset %" PRIu64 " (%s)", p->name,
+            p->path, offset, pi->ckpt.state_file);
+  pi->in.read_offset = pi->in.done_offset = offset;
+  return 0;
+}
+
+static int build_inputs(pipeline *pl, char *err, size_t errlen)
+{
+  const config *cfg = pl->cfg;
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    pl_input *pi;
+    if (p->role != PLUGIN_INPUT) continue;
+    pi = &pl->inputs[pl->ninputs++];
+    pi->pl = pl;
+    pi->in.name = keep(pl, p->name);
+    pi->in.path = p->type == INPUT_FILE ? keep(pl, p->path) : NULL;
+    if (!pi->in.name || (p->type == INPUT_FILE && !pi->in.path)) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    pi->in.max_line = p->max_line;
+    pi->in.fd = -1;
+    pi->in.handler = pipeline_input_handler(pl);
+    if (p->type == INPUT_FILE && cfg->state_dir &&
+        resume_input(pi, cfg, p, err, errlen) != 0)
+      return -1;
+    pi->cfg = p;
+    pi->ri = (router_input){.name = pi->in.name, .max_line = p->max_line,
+                            .decoder_name = keep(pl, p->decoder)};
+  }
+  return 0;
+}
+
+static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
+{
+  output_sink *shared = NULL;
+  char why[256];
+
+  for (size_t i = 0; i < pl->noutputs && pl->cfg->dead_letter_output; i++)
+    if (strcmp(pl->outputs[i].name, pl->cfg->dead_letter_output) == 0)
+      shared = &pl->outputs[i].sink;
+  if (dead_letter_open(&pl->dl, pl->loop, pl->cfg->dead_letter_path, shared,
+                       pipeline_sink_events(pl), why, sizeof why) != 0) {
+    snprintf(err, errlen, "%s: dead-letter path: %s", pl->cfg->file, why);
+    return -1;
+  }
+  return 0;
+}
+
+/* What is queued for writing is bounded by memory_budget: each sink (the
+ * outputs and the dead-letter file) gets an equal share as its high-water
+ * mark, so the inputs pause before the queues pass the budget. */
+static void share_budget(pipeline *pl)
+{
+  size_t sinks = pl->noutputs + (pl->dl.owns_sink ? 1 : 0);
+  size_t share = (size_t)(pl->cfg->memory_budget / (sinks ? sinks : 1));
+
+  for (size_t i = 0; i < pl->noutputs; i++)
+    output_set_high_water(&pl->outputs[i].sink, share);
+  if (pl->dl.owns_sink) output_set_high_water(&pl->dl.own, share);
+}
+
+/* The watchdog thread runs only when some plugin has a CPU or instruction
+ * limit: with none, nothing wakes up every interval. */
+static int start_watchdog(const config *cfg, sandbox_watchdog **wd, char *err,
+                          size_t errlen)
+{
+  bool needed = false;
+
+  *wd = NULL;
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const sandbox_limits *l = &cfg->plugins[i].limits;
+    if ((cfg->plugins[i].role == PLUGIN_DECODER ||
+         cfg->plugins[i].role == PLUGIN_ENCODER) &&
+        (l->cpu_limit_ms || l->instruction_limit))
+      needed = true;
+  }
+  if (!needed) return 0;
+  *wd = sandbox_watchdog_start(cfg->watchdog_interval_ms, err, errlen);
+  return *wd ? 0 : -1;
+}
+
+pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
+                          size_t errlen)
+{
+  pipeline *pl = calloc(1, sizeof *pl);
+
+  if (!pl) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  pl->loop = loop;
+  pl->cfg = cfg;
+  pl->stop_timeout_ms = cfg->stop_timeout_ms;
+  pl->checkpoint_interval_ms = cfg->checkpoint_interval_ms;
+  pl->checkpointing = cfg->state_dir != NULL;
+  uv_timer_init(loop, &pl->deadline);
+  pl->deadline.data = pl;
+  uv_timer_init(loop, &pl->checkpoints);
+  pl->checkpoints.data = pl;
+  uv_async_init(loop, &pl->notify, pipeline_jobs_back);
+  pl->notify.data = pl;
+  uv_unref((uv_handle_t *)&pl->notify);
+  pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
+  pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
+  pl->snapshot.inputs = calloc(cfg->nplugins, sizeof *pl->snapshot.inputs);
+  pl->snapshot.outputs = calloc(cfg->nplugins, sizeof *pl->snapshot.outputs);
+  if (!pl->inputs || !pl->outputs || !pl->snapshot.inputs ||
+      !pl->snapshot.outputs) {
+    snprintf(err, errlen, "out of memory");
+    pipeline_destroy(pl);
+    return NULL;
+  }
+  if (start_watchdog(cfg, &pl->wd, err, errlen) != 0 ||
+      build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
+      build_dead_letter(pl, err, errlen) != 0 ||
+      start_workers(pl, err, errlen) != 0) {
+    pipeline_destroy(pl);
+    return NULL;
+  }
+  share_budget(pl);
+  for (size_t i = 0; i < pl->noutputs; i++) pl->outputs[i].cfg = NULL;
+  for (size_t i = 0; i < pl->ninputs; i++) pl->inputs[i].cfg = NULL;
+  pl->cfg = NULL;
+  return pl;
+}
+
+int pipeline_check(const config *cfg, char *err, size_t errlen)
+{
+  pipeline pl = {.cfg = cfg};
+  int rc = 0;
+
+  if (start_watchdog(cfg, &pl.wd, err, errlen) != 0) return -1;
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    sandbox *sb;
+    if (p->role != PLUGIN_DECODER && p->role != PLUGIN_ENCODER) continue;
+    sb = make_sandbox(&pl, p, p->role == PLUGIN_DECODER ? SANDBOX_DECODER
+                                                        : SANDBOX_ENCODER,
+                      err, errlen);
+    if (!sb) rc = -1;
+    sandbox_destroy(sb);
+  }
+  sandbox_watchdog_stop(pl.wd);
+  return rc;
+}
+
+/* Joins the workers; their sandboxes go with them. */
+void pipeline_stop_workers(pipeline *pl)
+{
+  for (size_t k = 0; k < pl->nworkers; k++) worker_stop(&pl->workers[k]);
+}
+
+/* Closes every loop handle and lets the loop finish closing them. */
+static void close_handles(pipeline *pl)
+{
+  if (pl->handles_closed) return;
+  pl->handles_closed = true;
+  pipeline_each_sink(pl, output_close_handles);
+  uv_close((uv_handle_t *)&pl->deadline, NULL);
+  uv_close((uv_handle_t *)&pl->checkpoints, NULL);
+  uv_close((uv_handle_t *)&pl->notify, NULL);
+  uv_run(pl->loop, UV_RUN_NOWAIT);
+}
+
+int pipeline_destroy(pipeline *pl)
+{
+  int rc = 0;
+
+  if (!pl) return 0;
+  pipeline_stop_workers(pl); /* before the async handle closes */
+  close_handles(pl);
+  for (size_t i = 0; i < pl->nworkers; i++) {
+    free(pl->workers[i].outputs);
+    free(pl->workers[i].inputs);
+  }
+  free(pl->workers);
+  for (size_t i = 0; i < pl->ninputs; i++) {
+    input_free(&pl->inputs[i].in);
+    if (pl->inputs[i].job) {
+      work_job_free(pl->inputs[i].job);
+      free(pl->inputs[i].job);
+    }
+  }
+  while (pl->spare_jobs) {
+    work_job *job = pl->spare_jobs;
+    pl->spare_jobs = job->next;
+    work_job_free(job);
+    free(job);
+  }
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    if (output_close(&pl->outputs[i].sink) != 0) rc = -1;
+    free(pl->outputs[i].label);
+  }
+  if (dead_letter_close(&pl->dl) != 0) rc = -1;
+  /* After the sinks: their records no longer hold tickets. */
+  for (size_t i = 0; i < pl->ninputs; i++) checkpoint_close(&pl->inputs[i].ckpt);
+  sandbox_watchdog_stop(pl->wd);
+  free(pl->inputs);
+  free(pl->outputs);
+  free(pl->snapshot.inputs);
+  free(pl->snapshot.outputs);
+  for (size_t i = 0; i < pl->nkept; i++) free(pl->kept[i]);
+  free(pl->kept);
+  free(pl);
+  return rc;
+}

@@ -1,0 +1,88 @@
+/*
+ * pipeline_internal.h - what pipeline.c (running) and pipeline_build.c
+ * (building and tearing down) share: the pipeline's structs and the
+ * callbacks the built parts are wired to.
+ */
+#ifndef LUMBERJIT_PIPELINE_INTERNAL_H
+#define LUMBERJIT_PIPELINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "checkpoint.h"
+#include "config.h"
+#include "dead_letter.h"
+#include "input.h"
+#include "output.h"
+#include "pipeline.h"
+#include "router.h"
+#include "sandbox.h"
+#include "worker.h"
+
+/* Jobs of one input at a worker at once: reading runs ahead by this many
+ * reads at most. */
+#define MAX_JOBS_IN_FLIGHT 2
+
+typedef struct {
+  const char *name;
+  bool newline;
+  const config_plugin *cfg;  /* while building only */
+  char *label;               /* "output 'name'", for log lines */
+  output_sink sink;
+  uint64_t write_failed;     /* records the sink could not write */
+} pl_output;
+
+typedef struct {
+  input in;                  /* first: the handler gets &in */
+  pipeline *pl;
+  const config_plugin *cfg;  /* while building only */
+  router_input ri;           /* used by its worker only */
+  worker *w;
+  work_job *job;             /* being filled from the current read */
+  unsigned in_flight;        /* jobs at the worker */
+  bool read_all;             /* the input finished; jobs may be in flight */
+  const char *error;         /* why it finished, if it failed */
+  checkpoint_source ckpt;    /* state_file NULL: not checkpointed */
+  checkpoint_ticket *ticket; /* of the chunk being handed on */
+} pl_input;
+
+/* The pipeline keeps its own copies of the config's names and settings
+ * (`kept`): queued records point to input names, and a reload will replace
+ * the config while they wait. The config is read only while building. */
+struct pipeline {
+  uv_loop_t *loop;
+  const config *cfg;         /* while building only */
+  char **kept;               /* strings copied from the config */
+  size_t nkept;
+  unsigned stop_timeout_ms, checkpoint_interval_ms;
+  bool checkpointing;
+  sandbox_watchdog *wd;
+  pl_input *inputs;
+  size_t ninputs, running;
+  pl_output *outputs;
+  size_t noutputs;
+  dead_letter dl;
+  worker *workers;
+  size_t nworkers;
+  uv_async_t notify;         /* workers: jobs came back */
+  work_job *spare_jobs;
+  size_t jobs_in_flight;
+  uv_timer_t deadline;       /* started when stopping */
+  uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
+  bool stopping, paused, handles_closed;
+  int status;
+  uint64_t pauses;
+  uint64_t paused_since, paused_ns; /* uv_hrtime */
+  pipeline_stats snapshot;   /* pipeline_snapshot's storage */
+};
+
+/* pipeline.c: what inputs, sinks, workers and timers call back. */
+input_handler pipeline_input_handler(pipeline *pl);
+output_events pipeline_sink_events(pipeline *pl);
+void pipeline_jobs_back(uv_async_t *a);
+/* Calls fn on every sink: the outputs', then the dead-letter file's. */
+void pipeline_each_sink(pipeline *pl, void (*fn)(output_sink *));
+/* pipeline_build.c */
+void pipeline_stop_workers(pipeline *pl);
+
+#endif
