@@ -220,19 +220,28 @@ kill $feeder
     run.cleanup(dir)
   end)
 
-  -- Before: a stop signal while the stdout reader stalled never stopped it.
-  it("stops with a stalled stdout reader, failing what it still holds", function()
-    local out, dir = bash([[
-yes "$(seq -s ' ' 60)" | head -n 800000 > input   # 140 MB
+  -- Runs lumberjit on 140 MB of lines, writing to a FIFO whose reader
+  -- never reads; `meanwhile` runs before the SIGTERM ($child is lumberjit).
+  local function stalled_reader(config_text, meanwhile)
+    return bash([[
+yes "$(seq -s ' ' 60)" | head -n 800000 > input
 mkfifo pipe
-exec 7<>pipe                           # a reader that never reads
+exec 7<>pipe
 timeout --foreground -s KILL 30 "$LJ" -c config.lua < input > pipe 2> stderr &
 pid=$!
-sleep 0.5
+sleep 0.2
+child=$(tr -dc 0-9 < /proc/$pid/task/$pid/children)
+]] .. meanwhile .. [[
+
 kill -TERM $pid
 wait $pid; echo $?
 exec 7<&-
-]], {["config.lua"] = config("stdout_output"), input = lines(200000)})
+]], {["config.lua"] = config_text})
+  end
+
+  -- Before: a stop signal while the stdout reader stalled never stopped it.
+  it("stops with a stalled stdout reader, failing what it still holds", function()
+    local out, dir = stalled_reader(config("stdout_output"), "sleep 0.3")
     assert.are.equal(1, last_number(out))
     local stderr = run.read(dir .. "/stderr")
     assert.matches("outputs still hold records at the stop deadline", stderr)
@@ -246,25 +255,11 @@ exec 7<&-
   -- Before: writes blocked the loop on a stalled reader, and nothing
   -- bounded what was queued.
   it("pauses the input on a stalled reader, within memory_budget", function()
-    local out, dir = bash([[
-yes "$(seq -s ' ' 60)" | head -n 800000 > input   # 140 MB
-mkfifo pipe
-exec 7<>pipe                           # a reader that never reads
-timeout --foreground -s KILL 30 "$LJ" -c config.lua < input > pipe 2> stderr &
-pid=$!
-sleep 1.5
-child=$(tr -dc 0-9 < /proc/$pid/task/$pid/children)
-grep VmRSS /proc/$child/status | tr -dc 0-9; echo
-kill -TERM $pid
-wait $pid; echo $?
-exec 7<&-
-]], {
-      ["config.lua"] = [[
+    local out, dir = stalled_reader([[
 lumberjit = { dead_letter_path = "dead.log", stop_timeout_ms = 200, memory_budget = 4e6 }
 stdin = { type = "stdin_input" }
 out = { type = "stdout_output", message_matcher = "TRUE" }
-]],
-    })
+]], "sleep 1.3; grep VmRSS /proc/$child/status | tr -dc 0-9; echo")
     local rss = tonumber(out:match("(%d+)\n%d+%s*$"))
     assert.are.equal(1, last_number(out)) -- what was queued failed at the deadline
     local stderr = run.read(dir .. "/stderr")
