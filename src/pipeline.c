@@ -93,9 +93,6 @@ static bool busy(const output_sink *o)
   return !output_idle(o);
 }
 
-/* Holds every input while any output is full, lets them go below its
- * low-water mark. Each sink's high-water mark is its share of
- * memory_budget (see share_budget). */
 /* An input reads while no output is full and its worker is not behind. */
 static void hold_or_go(pipeline *pl, pl_input *pi)
 {
@@ -103,6 +100,9 @@ static void hold_or_go(pipeline *pl, pl_input *pi)
   else input_resume(&pi->in);
 }
 
+/* Holds every input while any output is full, lets them go below its
+ * low-water mark. Each sink's high-water mark is its share of
+ * memory_budget (see share_budget). */
 static void apply_backpressure(pipeline *pl)
 {
   bool full = any_sink(pl, output_full);
