@@ -13,15 +13,17 @@
 
 #define READ_BUF_SIZE (1u << 20)
 
-static uint64_t next_position(input *in, uint64_t offset)
+/* The pieces of an overlong line share its record number. */
+static uint64_t next_position(input *in, uint64_t offset, unsigned piece)
 {
-  return in->is_offset ? offset : ++in->seq;
+  if (in->is_offset) return offset;
+  return piece > 1 ? in->seq : ++in->seq;
 }
 
 static void emit(input *in, const char *bytes, size_t len, uint64_t offset,
                  unsigned piece)
 {
-  in->handler.record(in->handler.ud, in, bytes, len, next_position(in, offset),
+  in->handler.record(in->handler.ud, in, bytes, len, next_position(in, offset, piece),
                      piece);
 }
 

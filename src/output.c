@@ -327,7 +327,8 @@ static void hold_for_space(output_sink *o, int err)
   snprintf(o->error, sizeof o->error, "write to %s failed: %s", target(o),
            strerror(err));
   if (o->backoff_ms == 0) {
-    log_msg("%s: %s; holding its inputs and retrying", o->name, o->error);
+    /* The inputs pause once the queue reaches its high-water mark. */
+    log_msg("%s: %s; holding its records and retrying", o->name, o->error);
     o->backoff_ms = RETRY_FIRST_MS;
   } else if (o->backoff_ms < RETRY_MAX_MS) {
     o->backoff_ms = o->backoff_ms * 2 < RETRY_MAX_MS ? o->backoff_ms * 2

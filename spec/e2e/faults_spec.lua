@@ -171,7 +171,7 @@ for i in $(seq 300); do grep -q holding stderr 2>/dev/null && break; sleep 0.05;
     local status, stderr, written, dir = on_full_disk(input, "sleep 0.3; rm fs/filler")
     if not status then return pending("mounting a tmpfs is not allowed here") end
     assert.are.equal(0, status)
-    assert.matches("holding its inputs and retrying", stderr)
+    assert.matches("holding its records and retrying", stderr)
     assert.matches("writing to fs/out.log again", stderr)
     assert.are.equal(input, written) -- every line once, whole, in order
     run.cleanup(dir)
