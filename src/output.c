@@ -440,16 +440,48 @@ void output_collector_init(output_sink *o)
   o->ev = (output_events){lose, unchanged, NULL};
 }
 
+/* Takes all of from's records in one copy; false (nothing taken) when o
+ * cannot take them that way: failed, or out of memory. */
+static bool adopt_whole(output_sink *o, output_sink *from)
+{
+  size_t n = from->nrecs - from->rec_head, base = o->pending.len;
+
+  if (o->state == OUTPUT_FAILED || o->pending.len != o->committed) return false;
+  if (o->recs_cap - o->nrecs < n) {
+    size_t cap = o->recs_cap ? o->recs_cap : 1024;
+    output_record *p;
+    while (cap - o->nrecs < n) cap *= 2;
+    if (!(p = realloc(o->recs, cap * sizeof *p))) return false;
+    o->recs = p;
+    o->recs_cap = cap;
+  }
+  if (!buf_append(&o->pending, from->pending.data, from->committed))
+    return false;
+  for (size_t i = from->rec_head; i < from->nrecs; i++) {
+    output_record *r = &o->recs[o->nrecs++];
+    *r = from->recs[i];
+    r->end += base;
+    checkpoint_ref(r->ack);
+  }
+  o->committed = o->pending.len;
+  if (output_queued(o) >= o->high_water) o->full = true;
+  if (o->committed - o->head >= o->flush_bytes) output_flush(o);
+  return true;
+}
+
 void output_adopt(output_sink *o, output_sink *from)
 {
   size_t start = 0;
 
-  for (size_t i = from->rec_head; i < from->nrecs; i++) {
-    const output_record *r = &from->recs[i];
-    msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack};
-    buf_append(output_buf(o), from->pending.data + start, r->end - start);
-    output_commit(o, &origin, r->dead_letter);
-    start = r->end;
+  if (from->nrecs > from->rec_head && !adopt_whole(o, from)) {
+    /* One by one: each fails as output_commit says. */
+    for (size_t i = from->rec_head; i < from->nrecs; i++) {
+      const output_record *r = &from->recs[i];
+      msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack};
+      buf_append(output_buf(o), from->pending.data + start, r->end - start);
+      output_commit(o, &origin, r->dead_letter);
+      start = r->end;
+    }
   }
   o->records_lost += from->records_lost;
   from->records_lost = 0;
