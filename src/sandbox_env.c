@@ -235,7 +235,12 @@ static int sandbox_print(lua_State *L)
  * a handler that loops could never be stopped. Ours calls the handler as
  * ordinary code once pcall has returned (so it sees the error value, not
  * the stack where it was raised); an error in it gives "error in error
- * handling", as in Lua. */
+ * handling", as in Lua.
+ *
+ * pairs returns a Lua step function rather than next itself: with
+ * LUAJIT_ENABLE_CHECKHOOK, a loop over next that the JIT compiles (BC_ITERN)
+ * never ends (LuaJIT issue #754), so a plugin doing nothing wrong would
+ * lose its records to the CPU limit. The loop then runs as ITERC. */
 static const char prelude[] =
   "local load, error, pcall = load, error, pcall\n"
   "local function xpcall_result(handler, ok, ...)\n"
@@ -246,6 +251,9 @@ static const char prelude[] =
   "_G.xpcall = function(f, handler, ...)\n"
   "  return xpcall_result(handler, pcall(f, ...))\n"
   "end\n"
+  "local next = next\n"
+  "local function step(t, k) return next(t, k) end\n"
+  "_G.pairs = function(t) return step, t, nil end\n"
   "_G.load = function(chunk, chunkname, mode, env)\n"
   "  if mode ~= nil and mode ~= 't' then\n"
   "    error(\"load: only source text can be loaded in the sandbox\", 2)\n"

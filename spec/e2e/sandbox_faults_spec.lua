@@ -56,6 +56,26 @@ describe("hostile plugins", function()
     end
   end)
 
+  -- Before: with LUAJIT_ENABLE_CHECKHOOK a compiled pairs() loop never
+  -- ended, so a plugin doing nothing wrong lost records to the CPU limit
+  -- (33 of 200 here).
+  it("runs a pairs() loop the JIT compiles, record after record", function()
+    local input = {}
+    for i = 1, 200 do input[i] = tostring(i) end
+    local r = decode([[
+local t = {} for i = 1, 10 do t["k" .. i] = i end
+function process_message(line)
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  inject_message({Payload = line .. " " .. n})
+end
+]], table.concat(input, "\n") .. "\n")
+    assert.are.equal(0, r.status)
+    assert.are.equal(0, #r.dead)
+    assert.are.equal(200, #r.out)
+    assert.are.equal("200 10", r.out[200])
+  end)
+
   it("keeps xpcall's results and handler", function()
     local r = decode([[
 function process_message(line)
