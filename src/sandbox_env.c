@@ -138,6 +138,21 @@ static int load_module_file(lua_State *L, sandbox *sb, const char *name)
   return 0;
 }
 
+/* LPeg's patterns share one metatable: a __gc put there would run as a
+ * finalizer, with hooks off, where no limit can stop it. */
+static void lock_pattern_metatable(lua_State *L)
+{
+  lua_getfield(L, -1, "P");
+  lua_pushliteral(L, "");
+  lua_call(L, 1, 1);
+  if (lua_getmetatable(L, -1)) {
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
 static int sandbox_require(lua_State *L)
 {
   static const struct { const char *name; lua_CFunction open; } builtin[] = {
@@ -169,6 +184,7 @@ static int sandbox_require(lua_State *L)
                       sb->module_dirs);
   lua_pushvalue(L, 1);
   lua_call(L, 1, 1);
+  if (strcmp(name, "lpeg") == 0) lock_pattern_metatable(L);
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushboolean(L, 1);

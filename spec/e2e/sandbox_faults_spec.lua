@@ -76,6 +76,18 @@ end
     assert.are.equal("200 10", r.out[200])
   end)
 
+  -- Before: a finalizer runs with hooks off; one on LPeg's shared pattern
+  -- metatable could loop for ever.
+  it("keeps LPeg's pattern metatable out of reach", function()
+    local r = decode([[
+local lpeg = require "lpeg"
+function process_message(line)
+  inject_message({Payload = tostring(getmetatable(lpeg.P"a"))})
+end
+]], "x\n")
+    assert.are.same({"false"}, r.out)
+  end)
+
   it("keeps xpcall's results and handler", function()
     local r = decode([[
 function process_message(line)
