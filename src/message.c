@@ -143,16 +143,6 @@ static bool batch_grow(msg_batch *b)
   return true;
 }
 
-msg *msg_batch_add(msg_batch *b)
-{
-  msg *m;
-
-  if (!batch_grow(b)) return NULL;
-  m = &b->msgs[b->len++];
-  msg_reset(m);
-  return m;
-}
-
 bool msg_batch_push(msg_batch *b, msg *m)
 {
   msg old;

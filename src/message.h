@@ -134,9 +134,6 @@ typedef struct {
   uint32_t len, cap;
 } msg_batch;
 
-/* Appends an empty message (reusing an old one's memory); NULL when memory
- * is exhausted. */
-msg *msg_batch_add(msg_batch *b);
 /* Moves a finished message into the batch: *m takes the memory of the slot
  * it fills, emptied, for the next message. False when memory is exhausted.
  * Building a message apart and pushing it once whole means a failure

@@ -53,6 +53,16 @@ static work_job *take_job(pipeline *pl)
   return job;
 }
 
+/* Out of memory for a record: it counts with the dead letters that could
+ * not be written, and the run fails. */
+static void record_lost(pipeline *pl, input *in, uint64_t position)
+{
+  log_msg("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
+          position);
+  pl->records_lost++;
+  pl->status = 1;
+}
+
 /* Copies the record into the job its worker will run. */
 static void on_record(void *ud, input *in, const char *bytes, size_t len,
                       uint64_t position, unsigned piece)
@@ -63,16 +73,11 @@ static void on_record(void *ud, input *in, const char *bytes, size_t len,
   if (pi->ckpt.state_file && !pi->ticket)
     pi->ticket = checkpoint_ticket_new(&pi->ckpt);
   if (!pi->job && !(pi->job = take_job(pl))) {
-    log_msg("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
-            position);
-    pl->status = 1;
+    record_lost(pl, in, position);
     return;
   }
-  if (!work_job_add(pi->job, bytes, len, position, piece)) {
-    log_msg("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
-            position);
-    pl->status = 1;
-  }
+  if (!work_job_add(pi->job, bytes, len, position, piece))
+    record_lost(pl, in, position);
 }
 
 void pipeline_each_sink(pipeline *pl, void (*fn)(output_sink *))
@@ -153,11 +158,28 @@ static void finish_input(pipeline *pl, pl_input *pi)
   pl->running--;
 }
 
+/* What routing the job counted goes to the pipeline's counters. */
+static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
+{
+  const router_counts *c = &job->counts;
+
+  pi->records += c->records;
+  pi->overlong += c->overlong;
+  pi->dead += c->dead;
+  pl->unrouted += c->unrouted;
+  pl->routed_dead_letters += job->dead_letters;
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    pl->outputs[i].encoded.failed += c->outputs[i].failed;
+    pl->outputs[i].encoded.skipped += c->outputs[i].skipped;
+  }
+}
+
 /* A job came back: its records go into the real sinks, in order. */
 static void adopt(pipeline *pl, work_job *job)
 {
   pl_input *pi = (pl_input *)((char *)job->input - offsetof(pl_input, ri));
 
+  add_counts(pl, pi, job);
   for (size_t i = 0; i < pl->noutputs; i++)
     output_adopt(&pl->outputs[i].sink, &job->out[i]);
   if (pl->dl.owns_sink) output_adopt(&pl->dl.own, &job->out[pl->noutputs]);
@@ -306,40 +328,32 @@ input_handler pipeline_input_handler(pipeline *pl)
   return (input_handler){on_record, on_chunk_done, on_finished, pl};
 }
 
-/* Reads counters the workers keep: call it once they have stopped. */
+/* Every counter here is the loop thread's: workers' counts come back with
+ * their jobs. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl)
 {
   pipeline_stats *st = &pl->snapshot;
-  uint64_t lost = 0;
+  uint64_t lost = pl->dl.failed + pl->records_lost;
 
   st->ninputs = pl->ninputs;
   for (size_t i = 0; i < pl->ninputs; i++) {
-    const router_input *ri = &pl->inputs[i].ri;
-    st->inputs[i] = (pipeline_input_stats){ri->name, ri->records, ri->overlong,
-                                           ri->dead};
+    const pl_input *pi = &pl->inputs[i];
+    st->inputs[i] = (pipeline_input_stats){pi->in.name, pi->records,
+                                           pi->overlong, pi->dead};
   }
   st->noutputs = pl->noutputs;
   for (size_t i = 0; i < pl->noutputs; i++) {
     const pl_output *o = &pl->outputs[i];
-    st->outputs[i] = (pipeline_output_stats){o->name, o->sink.records_written,
-                                             o->write_failed, 0,
-                                             output_queued(&o->sink)};
+    st->outputs[i] = (pipeline_output_stats){
+      o->name, o->sink.records_written, o->write_failed + o->encoded.failed,
+      o->encoded.skipped, output_queued(&o->sink)};
     lost += o->sink.records_lost;
   }
-  st->dead_letters = pl->dl.count;
-  st->unrouted = 0;
-  for (size_t k = 0; k < pl->nworkers; k++) {
-    const worker *w = &pl->workers[k];
-    for (size_t i = 0; i < w->noutputs && i < pl->noutputs; i++) {
-      st->outputs[i].failed += w->outputs[i].failed;
-      st->outputs[i].skipped += w->outputs[i].skipped;
-    }
-    st->dead_letters += w->dl.count;
-    st->unrouted += w->router.unrouted;
-  }
   if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;
+  st->dead_letters = pl->dl.count + pl->routed_dead_letters;
   st->dead_letters_written = dead_letter_written(&pl->dl);
-  st->dead_letters_lost = pl->dl.failed + lost;
+  st->dead_letters_lost = lost;
+  st->unrouted = pl->unrouted;
   st->pauses = pl->pauses;
   st->paused_ms = (pl->paused_ns + (pl->paused ? uv_hrtime() - pl->paused_since
                                                : 0)) / 1000000;

@@ -35,7 +35,8 @@ typedef struct {
   size_t ninputs, noutputs;
   pipeline_input_stats *inputs;
   pipeline_output_stats *outputs;
-  uint64_t dead_letters, dead_letters_written, dead_letters_lost;
+  uint64_t dead_letters, dead_letters_written;
+  uint64_t dead_letters_lost; /* records neither written nor dead-lettered */
   uint64_t unrouted;      /* messages no output matched */
   uint64_t pauses, paused_ms;
 } pipeline_stats;
@@ -47,8 +48,8 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
  * Returns 0, or 1 when an input stopped on a read error, an output failed,
  * or a record could be neither written nor dead-lettered. */
 int pipeline_run(pipeline *pl);
-/* The counters, once pipeline_run has returned (workers keep some of them
- * while they run); valid until the next call. */
+/* The counters, at any time on the loop thread (workers' counts arrive as
+ * their jobs come back); valid until the next call. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl);
 /* Closes everything, fsyncing output files; -1 when an fsync failed. */
 int pipeline_destroy(pipeline *pl);

@@ -30,6 +30,7 @@ typedef struct {
   char *label;               /* "output 'name'", for log lines */
   output_sink sink;
   uint64_t write_failed;     /* records the sink could not write */
+  router_output_counts encoded; /* the encoder's failed and skipped */
 } pl_output;
 
 typedef struct {
@@ -44,6 +45,7 @@ typedef struct {
   const char *error;         /* why it finished, if it failed */
   checkpoint_source ckpt;    /* state_file NULL: not checkpointed */
   checkpoint_ticket *ticket; /* of the chunk being handed on */
+  uint64_t records, overlong, dead; /* counted by the jobs that came back */
 } pl_input;
 
 /* The pipeline keeps its own copies of the config's names and settings
@@ -71,6 +73,8 @@ struct pipeline {
   uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
   bool stopping, paused, handles_closed;
   int status;
+  uint64_t unrouted, routed_dead_letters; /* counted by the jobs */
+  uint64_t records_lost;     /* no memory to take them from the input */
   uint64_t pauses;
   uint64_t paused_since, paused_ns; /* uv_hrtime */
   pipeline_stats snapshot;   /* pipeline_snapshot's storage */

@@ -18,24 +18,25 @@ void router_init(router *r, router_output *outputs, size_t noutputs,
   r->noutputs = noutputs;
   r->dl = dl;
   r->batch = (msg_batch){0};
+  r->counts = NULL;
   msg_init(&r->plain);
-  r->unrouted = 0;
 }
 
 /* Encodes m for output o straight into its sink's queue. */
-static void deliver(router *r, router_output *o, const msg *m)
+static void deliver(router *r, size_t out, const msg *m)
 {
+  router_output *o = &r->outputs[out];
   buf *b = output_buf(o->sink);
 
   if (o->encoder) {
     sandbox_result res;
     sandbox_encode(o->encoder, m, b, &res);
     if (res.status == SANDBOX_SKIPPED) {
-      o->skipped++;
+      r->counts->outputs[out].skipped++;
       return;
     }
     if (res.status != SANDBOX_OK) {
-      o->failed++;
+      r->counts->outputs[out].failed++;
       dead_letter_write(r->dl, "encoder", o->encoder_name, res.reason,
                         &m->origin);
       return;
@@ -52,26 +53,26 @@ static void route(router *r, const msg *m)
   bool matched = false;
 
   for (size_t i = 0; i < r->noutputs; i++) {
-    router_output *o = &r->outputs[i];
-    if (!matcher_eval(o->match, m)) continue;
+    if (!matcher_eval(r->outputs[i].match, m)) continue;
     matched = true;
-    deliver(r, o, m);
+    deliver(r, i, m);
   }
-  if (!matched) r->unrouted++;
+  if (!matched) r->counts->unrouted++;
 }
 
 void router_record(router *r, router_input *ri, const msg_origin *o,
                    unsigned piece)
 {
+  router_counts *c = r->counts;
   sandbox_result res;
 
-  if (piece <= 1) ri->records++;
+  if (piece <= 1) c->records++;
   if (piece) {
     char reason[128];
     snprintf(reason, sizeof reason, "line longer than max_line (%zu bytes): "
              "piece %u", ri->max_line, piece);
-    ri->overlong += piece == 1;
-    ri->dead++;
+    c->overlong += piece == 1;
+    c->dead++;
     dead_letter_write(r->dl, "input", ri->name, reason, o);
     return;
   }
@@ -86,7 +87,7 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
   msg_batch_clear(&r->batch);
   sandbox_decode(ri->decoder, o, &r->batch, &res);
   if (res.status != SANDBOX_OK) {
-    ri->dead++;
+    c->dead++;
     dead_letter_write(r->dl, "decoder", ri->decoder_name, res.reason, o);
     return;
   }

@@ -27,7 +27,6 @@ typedef struct {
   matcher *match;            /* owned */
   sandbox *encoder;          /* owned; NULL: the payload as it is */
   output_sink *sink;
-  uint64_t failed, skipped;  /* by the encoder */
 } router_output;
 
 typedef struct {
@@ -35,16 +34,29 @@ typedef struct {
   size_t max_line;
   sandbox *decoder;          /* owned; NULL: each record is a payload */
   const char *decoder_name;
-  uint64_t records, overlong, dead;
 } router_input;
+
+typedef struct {
+  uint64_t failed, skipped;  /* by the encoder */
+} router_output_counts;
+
+/* What routing counted, per batch of records from one input: whoever owns
+ * the batch adds it up (worker.h: the loop thread, as each job returns, so
+ * the totals can be read while the workers run). */
+typedef struct {
+  uint64_t records, overlong; /* of the input; overlong: lines cut */
+  uint64_t dead;             /* the input's records dead-lettered */
+  uint64_t unrouted;         /* messages no output matched */
+  router_output_counts *outputs; /* one per output */
+} router_counts;
 
 typedef struct {
   router_output *outputs;
   size_t noutputs;
   dead_letter *dl;
+  router_counts *counts;     /* where router_record counts */
   msg_batch batch;
   msg plain;
-  uint64_t unrouted;         /* messages no output matched */
 } router;
 
 void router_init(router *r, router_output *outputs, size_t noutputs,

@@ -9,7 +9,12 @@ int work_job_init(work_job *job, size_t nsinks)
 {
   memset(job, 0, sizeof *job);
   job->out = calloc(nsinks, sizeof *job->out);
-  if (!job->out) return -1;
+  job->counts.outputs = calloc(nsinks, sizeof *job->counts.outputs);
+  if (!job->out || !job->counts.outputs) {
+    free(job->out);
+    free(job->counts.outputs);
+    return -1;
+  }
   job->nsinks = nsinks;
   for (size_t i = 0; i < nsinks; i++) output_collector_init(&job->out[i]);
   return 0;
@@ -19,6 +24,7 @@ void work_job_free(work_job *job)
 {
   for (size_t i = 0; i < job->nsinks; i++) output_close(&job->out[i]);
   free(job->out);
+  free(job->counts.outputs);
   free(job->recs);
   buf_free(&job->bytes);
 }
@@ -31,6 +37,9 @@ void work_job_reset(work_job *job)
   job->nrecs = 0;
   job->ticket = NULL;
   job->done_offset = 0;
+  memset(job->counts.outputs, 0, job->nsinks * sizeof *job->counts.outputs);
+  job->counts = (router_counts){.outputs = job->counts.outputs};
+  job->dead_letters = 0;
 }
 
 bool work_job_add(work_job *job, const char *bytes, size_t len,
@@ -52,6 +61,9 @@ bool work_job_add(work_job *job, const char *bytes, size_t len,
 /* Routes every record of the job into its collectors. */
 static void run_job(worker *w, work_job *job)
 {
+  uint64_t dead_letters = w->dl.count;
+
+  w->router.counts = &job->counts;
   for (size_t i = 0; i < w->noutputs; i++) w->outputs[i].sink = &job->out[i];
   w->dl.sink = &job->out[w->dl_output < w->noutputs ? w->dl_output
                                                     : job->nsinks - 1];
@@ -61,6 +73,7 @@ static void run_job(worker *w, work_job *job)
                     job->bytes.data + r->off, r->len, job->ticket};
     router_record(&w->router, job->input, &o, r->piece);
   }
+  job->dead_letters = w->dl.count - dead_letters;
 }
 
 static void *worker_main(void *arg)

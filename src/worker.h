@@ -12,8 +12,9 @@
  * the collected records into the real sinks, in order. A source is always
  * on the same worker and jobs come back in the order they went, so each
  * source's records keep their order on every output. No Lua state and no
- * real sink is ever touched by two threads; counters a worker keeps are
- * read once it has stopped.
+ * real sink is ever touched by two threads. A job also carries back what
+ * routing counted, which the loop thread adds up, so the counters are
+ * read there at any time.
  */
 #ifndef LUMBERJIT_WORKER_H
 #define LUMBERJIT_WORKER_H
@@ -46,6 +47,8 @@ typedef struct work_job {
   uint64_t done_offset;
   output_sink *out;         /* nsinks collectors; the last: dead letters */
   size_t nsinks;
+  router_counts counts;     /* what routing its records counted */
+  uint64_t dead_letters;    /* records it dead-lettered */
 } work_job;
 
 typedef struct worker worker;
@@ -91,7 +94,7 @@ void work_job_free(work_job *job);
 /* Appends one record (copied) to the job. */
 bool work_job_add(work_job *job, const char *bytes, size_t len,
                   uint64_t position, unsigned piece);
-/* Empties it for the next use, keeping its memory. */
+/* Empties it (records and counts) for the next use, keeping its memory. */
 void work_job_reset(work_job *job);
 
 #endif
