@@ -7,12 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
 
-#define FINGERPRINT_MAX 1024
+/* A file the state file names, until a source claims it. */
+struct saved_file {
+  struct saved_file *next;
+  char *path;
+  unsigned long long device, inode, fingerprint, offset;
+  unsigned fingerprint_len;
+};
 
 /* FNV-1a, 64 bits: enough to tell one file's first bytes from another's. */
 static uint64_t fnv1a(const unsigned char *p, size_t n)
@@ -22,95 +27,243 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
   return h;
 }
 
-/* Hashes the first len bytes of path; false when it has fewer. */
-static bool fingerprint_of(const char *path, uint32_t len, uint64_t *out)
+/* Hashes the first len bytes of fd; false when it has fewer. */
+static bool fingerprint_of(int fd, uint32_t len, uint64_t *out)
 {
-  unsigned char head[FINGERPRINT_MAX];
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  ssize_t n;
+  unsigned char head[CHECKPOINT_FINGERPRINT_MAX];
+  ssize_t n = pread(fd, head, len, 0);
 
-  if (fd < 0) return false;
-  n = pread(fd, head, len, 0);
-  close(fd);
   if (n != (ssize_t)len) return false;
   *out = fnv1a(head, len);
   return true;
 }
 
-/* The identity of the file as it is now. */
-static void take_identity(checkpoint_source *s, const struct stat *st)
+static uint32_t fingerprint_len(const struct stat *sb)
 {
-  s->device = st->st_dev;
-  s->inode = st->st_ino;
-  s->fingerprint_len = st->st_size < FINGERPRINT_MAX ? (uint32_t)st->st_size
-                                                     : FINGERPRINT_MAX;
-  if (!fingerprint_of(s->path, s->fingerprint_len, &s->fingerprint)) {
-    s->fingerprint_len = 0;
-    s->fingerprint = fnv1a(NULL, 0);
+  return sb->st_size < CHECKPOINT_FINGERPRINT_MAX ? (uint32_t)sb->st_size
+                                                  : CHECKPOINT_FINGERPRINT_MAX;
+}
+
+/* ---- the state file ---- */
+
+static void free_saved(struct saved_file *f)
+{
+  while (f) {
+    struct saved_file *next = f->next;
+    free(f->path);
+    free(f);
+    f = next;
   }
 }
 
-/* The offset saved in the state file if it was taken of this very file. */
-static uint64_t saved_offset(checkpoint_source *s, const struct stat *st)
+/* One block: "file PATH" (version 2) or "path PATH" (version 1), then the
+ * identity and offset. */
+static struct saved_file *read_block(FILE *in)
 {
-  FILE *f = fopen(s->state_file, "r");
-  unsigned long long dev = 0, ino = 0, fp = 0, offset = 0;
-  unsigned fp_len = 0;
-  uint64_t now;
+  struct saved_file *f = calloc(1, sizeof *f);
+  char key[8], path[4096];
+
+  if (!f) return NULL;
+  if (fscanf(in, " %7s %4095[^\n]\ndevice %llu\ninode %llu\n"
+             "fingerprint %u %llx\noffset %llu", key, path, &f->device,
+             &f->inode, &f->fingerprint_len, &f->fingerprint,
+             &f->offset) != 7 ||
+      (strcmp(key, "file") != 0 && strcmp(key, "path") != 0) ||
+      f->fingerprint_len > CHECKPOINT_FINGERPRINT_MAX ||
+      !(f->path = strdup(path))) {
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+static void log_dropped(const checkpoint_store *st, const char *path)
+{
+  log_msg("checkpoint %s: %s is not the file it was taken of (rotated, "
+          "replaced or truncated); its offset no longer applies",
+          st->state_file, path);
+}
+
+/* Keeps the blocks whose file is still there; the rest (deleted, replaced)
+ * would only ever be dropped. */
+static void read_state(checkpoint_store *st)
+{
+  FILE *in = fopen(st->state_file, "r");
+  struct saved_file *f, **tail = &st->saved;
   int version = 0;
-  bool same;
 
-  if (!f) return 0;
-  same = fscanf(f, "lumberjit checkpoint %d\npath %*[^\n]\ndevice %llu\n"
-                "inode %llu\nfingerprint %u %llx\noffset %llu", &version,
-                &dev, &ino, &fp_len, &fp, &offset) == 6 &&
-         version == 1 && dev == (unsigned long long)st->st_dev &&
-         ino == (unsigned long long)st->st_ino && fp_len <= FINGERPRINT_MAX &&
-         offset <= (unsigned long long)st->st_size &&
-         fingerprint_of(s->path, fp_len, &now) && now == fp;
-  fclose(f);
-  if (!same) {
-    log_msg("checkpoint %s: %s is not the file it was taken of (rotated, "
-            "replaced or truncated): reading it from the start",
-            s->state_file, s->path);
-    return 0;
+  if (!in) return;
+  if (fscanf(in, "lumberjit checkpoint %d", &version) != 1 ||
+      (version != 1 && version != 2)) {
+    log_msg("checkpoint %s: not a lumberjit checkpoint file; ignoring it",
+            st->state_file);
+    fclose(in);
+    return;
   }
-  s->fingerprint_len = fp_len;
-  s->fingerprint = fp;
-  return offset;
+  while ((f = read_block(in))) {
+    struct stat sb;
+    if (stat(f->path, &sb) == 0 && (unsigned long long)sb.st_dev == f->device &&
+        (unsigned long long)sb.st_ino == f->inode) {
+      *tail = f;
+      tail = &f->next;
+    } else {
+      log_dropped(st, f->path);
+      free_saved(f);
+      st->dirty = true;
+    }
+  }
+  fclose(in);
 }
 
-int checkpoint_open(checkpoint_source *s, const char *state_dir,
-                    const char *name, const char *path, uint64_t *offset,
-                    char *err, size_t errlen)
+int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
+                          const char *name, char *err, size_t errlen)
 {
-  struct stat st;
-  size_t n = strlen(state_dir) + strlen(name) + sizeof "/.checkpoint";
+  struct stat sb;
+  size_t n;
 
-  memset(s, 0, sizeof *s);
-  *offset = 0;
+  memset(st, 0, sizeof *st);
+  if (!state_dir) return 0;
   errno = 0;
-  if (stat(state_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (stat(state_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     snprintf(err, errlen, "state_dir %s: %s", state_dir,
              errno ? strerror(errno) : "not a directory");
     return -1;
   }
-  /* Only regular files have offsets to resume at. */
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-  s->state_file = malloc(n);
-  s->state_dir = strdup(state_dir);
-  s->path = strdup(path);
-  if (!s->state_file || !s->state_dir || !s->path) {
+  n = strlen(state_dir) + strlen(name) + sizeof "/.checkpoint";
+  st->state_file = malloc(n);
+  st->state_dir = strdup(state_dir);
+  if (!st->state_file || !st->state_dir) {
     snprintf(err, errlen, "out of memory");
-    checkpoint_close(s);
+    checkpoint_store_close(st);
     return -1;
   }
-  snprintf(s->state_file, n, "%s/%s.checkpoint", state_dir, name);
-  take_identity(s, &st);
-  s->acked = s->saved = saved_offset(s, &st);
-  *offset = s->acked;
+  snprintf(st->state_file, n, "%s/%s.checkpoint", state_dir, name);
+  read_state(st);
   return 0;
 }
+
+/* ---- sources ---- */
+
+bool checkpoint_same_file(const checkpoint_source *s, int fd,
+                          const struct stat *sb)
+{
+  uint64_t fp;
+
+  return sb->st_dev == s->device && sb->st_ino == s->inode &&
+         fingerprint_of(fd, s->fingerprint_len, &fp) && fp == s->fingerprint;
+}
+
+/* The saved block of this very file, taken out of the list; NULL if none. */
+static struct saved_file *claim_saved(checkpoint_store *st, int fd,
+                                      const struct stat *sb)
+{
+  for (struct saved_file **p = &st->saved; *p; p = &(*p)->next) {
+    struct saved_file *f = *p;
+    uint64_t fp;
+    if (f->device != (unsigned long long)sb->st_dev ||
+        f->inode != (unsigned long long)sb->st_ino)
+      continue;
+    *p = f->next;
+    if (f->offset <= (unsigned long long)sb->st_size &&
+        fingerprint_of(fd, f->fingerprint_len, &fp) && fp == f->fingerprint)
+      return f;
+    log_dropped(st, f->path);
+    f->next = NULL;
+    free_saved(f);
+    return NULL;
+  }
+  return NULL;
+}
+
+checkpoint_source *checkpoint_track(checkpoint_store *st, const char *path,
+                                    int fd, const struct stat *sb,
+                                    uint64_t *offset, bool *known)
+{
+  checkpoint_source *s = calloc(1, sizeof *s);
+  struct saved_file *f;
+
+  *offset = 0;
+  *known = false;
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
+    return NULL;
+  }
+  s->store = st;
+  s->device = sb->st_dev;
+  s->inode = sb->st_ino;
+  f = claim_saved(st, fd, sb);
+  if (f) {
+    s->fingerprint_len = f->fingerprint_len;
+    s->fingerprint = f->fingerprint;
+    s->acked = *offset = f->offset;
+    *known = true;
+    free_saved(f);
+  } else {
+    checkpoint_update(s, fd, sb, NULL);
+  }
+  s->next = st->sources;
+  st->sources = s;
+  st->dirty = true;
+  return s;
+}
+
+void checkpoint_update(checkpoint_source *s, int fd, const struct stat *sb,
+                       const char *path)
+{
+  uint32_t len = fingerprint_len(sb);
+  uint64_t fp;
+
+  if (len > s->fingerprint_len && fingerprint_of(fd, len, &fp)) {
+    s->fingerprint_len = len;
+    s->fingerprint = fp;
+    s->store->dirty = true;
+  } else if (s->fingerprint_len == 0) {
+    s->fingerprint = fnv1a(NULL, 0);
+  }
+  if (path && strcmp(path, s->path) != 0) {
+    char *copy = strdup(path);
+    if (copy) {
+      free(s->path);
+      s->path = copy;
+      s->store->dirty = true;
+    }
+  }
+}
+
+static void free_source(checkpoint_source *s)
+{
+  while (s->head) {
+    checkpoint_ticket *t = s->head;
+    s->head = t->next;
+    free(t);
+  }
+  free(s->path);
+  free(s);
+}
+
+static void unlink_source(checkpoint_source **list, checkpoint_source *s)
+{
+  for (checkpoint_source **p = list; *p; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      return;
+    }
+}
+
+void checkpoint_retire(checkpoint_store *st, checkpoint_source *s)
+{
+  unlink_source(&st->sources, s);
+  st->dirty = true;
+  if (!s->head) {
+    free_source(s);
+    return;
+  }
+  s->retired = true;
+  s->next = st->retired;
+  st->retired = s;
+}
+
+/* ---- tickets ---- */
 
 checkpoint_ticket *checkpoint_ticket_new(checkpoint_source *s)
 {
@@ -138,12 +291,21 @@ void checkpoint_unref(checkpoint_ticket *t)
   s = t->src;
   while (s->head && s->head->refs == 0 && !s->stuck) {
     checkpoint_ticket *done = s->head;
-    if (done->end > s->acked) s->acked = done->end;
+    if (done->end > s->acked) {
+      s->acked = done->end;
+      s->store->dirty = true;
+    }
     s->head = done->next;
     if (!s->head) s->tail = NULL;
     free(done);
   }
+  if (s->retired && !s->head) {
+    unlink_source(&s->store->retired, s);
+    free_source(s);
+  }
 }
+
+/* ---- saving ---- */
 
 /* The rename is durable once the directory is synced. */
 static int sync_dir(const char *dir)
@@ -157,41 +319,58 @@ static int sync_dir(const char *dir)
   return rc;
 }
 
-int checkpoint_save(checkpoint_source *s)
+static void write_block(FILE *out, const char *path, unsigned long long dev,
+                        unsigned long long ino, unsigned fp_len, uint64_t fp,
+                        uint64_t offset)
+{
+  fprintf(out, "file %s\ndevice %llu\ninode %llu\nfingerprint %u %016" PRIx64
+          "\noffset %" PRIu64 "\n", path, dev, ino, fp_len, fp, offset);
+}
+
+int checkpoint_save(checkpoint_store *st)
 {
   char tmp[4096];
   FILE *f;
   int ok;
 
-  if (!s->state_file || s->acked == s->saved) return 0;
-  snprintf(tmp, sizeof tmp, "%s.tmp", s->state_file);
+  if (!st->state_file || !st->dirty) return 0;
+  snprintf(tmp, sizeof tmp, "%s.tmp", st->state_file);
   f = fopen(tmp, "w");
   if (!f) goto fail;
-  fprintf(f, "lumberjit checkpoint 1\npath %s\ndevice %llu\ninode %llu\n"
-          "fingerprint %u %016" PRIx64 "\noffset %" PRIu64 "\n", s->path,
-          (unsigned long long)s->device, (unsigned long long)s->inode,
-          s->fingerprint_len, s->fingerprint, s->acked);
+  fprintf(f, "lumberjit checkpoint 2\n");
+  for (const checkpoint_source *s = st->sources; s; s = s->next)
+    write_block(f, s->path, (unsigned long long)s->device,
+                (unsigned long long)s->inode, s->fingerprint_len,
+                s->fingerprint, s->acked);
+  for (const struct saved_file *s = st->saved; s; s = s->next)
+    write_block(f, s->path, s->device, s->inode, s->fingerprint_len,
+                s->fingerprint, s->offset);
   ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-  if (fclose(f) != 0 || !ok || rename(tmp, s->state_file) != 0 ||
-      sync_dir(s->state_dir) != 0)
+  if (fclose(f) != 0 || !ok || rename(tmp, st->state_file) != 0 ||
+      sync_dir(st->state_dir) != 0)
     goto fail;
-  s->saved = s->acked;
+  st->dirty = false;
   return 0;
 fail:
-  log_msg("checkpoint %s: cannot write it: %s", s->state_file, strerror(errno));
+  log_msg("checkpoint %s: cannot write it: %s", st->state_file, strerror(errno));
   return -1;
 }
 
-void checkpoint_close(checkpoint_source *s)
+static void free_sources(checkpoint_source *s)
 {
-  while (s->head) {
-    checkpoint_ticket *t = s->head;
-    s->head = t->next;
-    free(t);
+  while (s) {
+    checkpoint_source *next = s->next;
+    free_source(s);
+    s = next;
   }
-  s->tail = NULL;
-  free(s->state_file);
-  free(s->state_dir);
-  free(s->path);
-  s->state_file = s->state_dir = s->path = NULL;
+}
+
+void checkpoint_store_close(checkpoint_store *st)
+{
+  free_sources(st->sources);
+  free_sources(st->retired);
+  free_saved(st->saved);
+  free(st->state_file);
+  free(st->state_dir);
+  memset(st, 0, sizeof *st);
 }

@@ -1,44 +1,56 @@
 /*
- * checkpoint.h - how far each file input has been acknowledged, kept in
- * the state directory so a restart resumes there.
+ * checkpoint.h - how far each file an input reads has been acknowledged,
+ * kept in the state directory so a restart resumes there.
  *
- * Acknowledgement travels back by tickets. An input takes one ticket per
- * read (one chunk of lines); every record of the chunk that an output or
- * the dead-letter path queues holds a reference to it, dropped when the
+ * A source is one file, known by its identity: device, inode and a
+ * fingerprint (a hash of its first bytes, up to 1 KiB), so that a rotated
+ * file is still itself under its new name, and a new file that got an old
+ * one's inode is not. A store is the state file of one input and holds the
+ * sources of every file that input reads (one for file_input, any number
+ * for tail_input).
+ *
+ * Acknowledgement travels back by tickets. A source hands out one ticket
+ * per read (one chunk of lines); every record of the chunk that an output
+ * or the dead-letter path queues holds a reference to it, dropped when the
  * sink has written the record (or counted it as failed). A ticket whose
  * references are gone and that is the oldest of its source moves the
  * source's acknowledged offset to the end of its last whole line; later
  * tickets wait for older ones, so the offset only ever covers records that
  * are all done. Nothing per record is allocated: a ticket is per chunk.
  *
- * The state file, one per input (STATE_DIR/NAME.checkpoint), is text:
+ * The state file (STATE_DIR/NAME.checkpoint) is text, one block per file:
  *
- *   lumberjit checkpoint 1
- *   path /var/log/app.log
+ *   lumberjit checkpoint 2
+ *   file /var/log/app.log
  *   device 2049
  *   inode 1835009
  *   fingerprint 1024 9e3779b97f4a7c15
  *   offset 1048576
  *
- * written to a temporary file, fsynced and renamed over the old one, at
- * most every checkpoint_interval_ms and at exit. The fingerprint hashes
- * the file's first bytes (up to 1 KiB): a resume needs the same device,
- * inode and fingerprint, and a file at least as long as the offset;
- * otherwise (rotated, replaced, truncated) the file is read from the start.
+ * written to a temporary file, fsynced and renamed over the old one (and
+ * the directory fsynced), at most every checkpoint_interval_ms and at exit.
+ * A resume needs the same device, inode and fingerprint and a file at
+ * least as long as the offset; otherwise (rotated away, replaced,
+ * truncated) the file is new to the input. Version 1 files (one file, its
+ * path on a `path` line) are still read.
  *
  * What a crash can duplicate: the records acknowledged since the last write
  * of the state file (checkpoint_interval_ms of them) and those still in
- * flight then (up to one read of 1 MiB per input and what the outputs
- * held: at most memory_budget in all).
+ * flight then (up to one read per file and what the outputs held: at most
+ * memory_budget in all).
  */
 #ifndef LUMBERJIT_CHECKPOINT_H
 #define LUMBERJIT_CHECKPOINT_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#define CHECKPOINT_FINGERPRINT_MAX 1024
+
 typedef struct checkpoint_source checkpoint_source;
+typedef struct checkpoint_store checkpoint_store;
 
 typedef struct checkpoint_ticket {
   checkpoint_source *src;
@@ -48,26 +60,51 @@ typedef struct checkpoint_ticket {
 } checkpoint_ticket;
 
 struct checkpoint_source {
-  char *state_file;      /* STATE_DIR/NAME.checkpoint; NULL: not tracked */
-  char *state_dir;
-  char *path;            /* the input's file */
+  checkpoint_store *store;
+  checkpoint_source *next;  /* in its store */
+  char *path;            /* where the file was last seen */
   dev_t device;
   ino_t inode;
   uint32_t fingerprint_len;
   uint64_t fingerprint;
   uint64_t acked;        /* every record before this offset is done */
-  uint64_t saved;        /* the offset in the state file */
   bool stuck;            /* a ticket could not be made: never advance */
+  bool retired;          /* in the store's retired list */
   checkpoint_ticket *head, *tail;
 };
 
-/* Reads the state of input `name` reading `path`; *offset is where to
- * resume: the saved offset if the file is the one it was taken of, else 0.
- * A path that is not a regular file is not tracked (state_file NULL).
- * -1 with a message when the state directory cannot be used. */
-int checkpoint_open(checkpoint_source *s, const char *state_dir,
-                    const char *name, const char *path, uint64_t *offset,
-                    char *err, size_t errlen);
+struct checkpoint_store {
+  char *state_file;      /* NULL: nothing is saved (no state_dir) */
+  char *state_dir;
+  checkpoint_source *sources;
+  checkpoint_source *retired; /* still holding tickets */
+  struct saved_file *saved; /* read from the state file, not yet claimed */
+  bool dirty;            /* changed since the state file was written */
+};
+
+/* Reads STATE_DIR/NAME.checkpoint, if any; state_dir NULL makes a store
+ * that tracks acknowledgements but saves nothing. -1 with a message when
+ * the state directory cannot be used. */
+int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
+                          const char *name, char *err, size_t errlen);
+/* Starts tracking the regular file open on fd (found at path): *offset is
+ * its acknowledged offset from the state file if it is the very file it
+ * was taken of, else 0 with *known false. NULL when out of memory. */
+checkpoint_source *checkpoint_track(checkpoint_store *st, const char *path,
+                                    int fd, const struct stat *sb,
+                                    uint64_t *offset, bool *known);
+/* Whether fd is the file s tracks: same device, inode and first bytes. */
+bool checkpoint_same_file(const checkpoint_source *s, int fd,
+                          const struct stat *sb);
+/* The file grew or moved: a fingerprint shorter than the maximum takes in
+ * the new first bytes; path is where it is now (NULL: unchanged). */
+void checkpoint_update(checkpoint_source *s, int fd, const struct stat *sb,
+                       const char *path);
+/* Stops tracking s (its file is gone, or is read again from 0): it leaves
+ * the state file at the next save, and is freed once the records that
+ * hold its tickets are done. */
+void checkpoint_retire(checkpoint_store *st, checkpoint_source *s);
+
 /* A new ticket at the tail, holding one reference for the reader. */
 checkpoint_ticket *checkpoint_ticket_new(checkpoint_source *s);
 static inline void checkpoint_ref(checkpoint_ticket *t)
@@ -75,10 +112,11 @@ static inline void checkpoint_ref(checkpoint_ticket *t)
   if (t) t->refs++;
 }
 void checkpoint_unref(checkpoint_ticket *t);
-/* Writes the state file when the acknowledged offset moved; -1 (logged)
- * when it could not be written. */
-int checkpoint_save(checkpoint_source *s);
-/* Frees the tickets and strings (the state file stays). */
-void checkpoint_close(checkpoint_source *s);
+
+/* Writes the state file when an offset moved or a file came or went; -1
+ * (logged) when it could not be written. */
+int checkpoint_save(checkpoint_store *st);
+/* Frees the sources, tickets and strings (the state file stays). */
+void checkpoint_store_close(checkpoint_store *st);
 
 #endif

@@ -71,6 +71,7 @@ typedef struct {
 static const plugin_type_info plugin_types[] = {
   {"stdin_input", PLUGIN_INPUT, INPUT_STDIN},
   {"file_input", PLUGIN_INPUT, INPUT_FILE},
+  {"tail_input", PLUGIN_INPUT, INPUT_TAIL},
   {"decoder", PLUGIN_DECODER, PLUGIN_SANDBOX},
   {"encoder", PLUGIN_ENCODER, PLUGIN_SANDBOX},
   {"stdout_output", PLUGIN_OUTPUT, OUTPUT_STDOUT},
@@ -84,6 +85,11 @@ static const char *const role_names[] = {"input", "decoder", "encoder", "output"
 static const char *const input_keys[] = {"type", "decoder", "max_line", NULL};
 static const char *const file_input_keys[] = {"type", "decoder", "max_line",
                                               "path", NULL};
+static const char *const tail_input_keys[] = {
+  "type", "decoder", "max_line", "paths", "exclude", "read_from_head",
+  "scan_interval_ms", "rotate_wait_ms", "idle_close_ms",
+  "last_line_timeout_ms", "max_open_files", "read_buffer", NULL
+};
 static const char *const sandbox_keys[] = {
   "type", "filename", "module_path", "instruction_limit", "cpu_limit_ms",
   "memory_limit", "output_limit", "input_limit", "mcode_limit_kb",
@@ -223,6 +229,50 @@ static int read_count(plugin_ctx *c, const char *key, double max,
     rc = key_fail(c, key, "must be a number, not a %s", lua_typename(L, t));
   }
   lua_pop(L, 1);
+  return rc;
+}
+
+static void free_list(char **list)
+{
+  for (char **p = list; p && *p; p++) free(*p);
+  free(list);
+}
+
+/* A string, or a list of strings: *out becomes a NULL-terminated array. */
+static int read_string_list(plugin_ctx *c, const char *key, bool required,
+                            char ***out)
+{
+  lua_State *L = c->ld->L;
+  int t = get_key(L, key);
+  size_t n = t == LUA_TTABLE ? lua_objlen(L, -1) : 1;
+  char **list = NULL;
+  int rc = 0;
+
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return required ? key_fail(c, key, "is required") : 0;
+  }
+  if (t != LUA_TSTRING && t != LUA_TTABLE) {
+    rc = key_fail(c, key, "must be a string or a list of strings, not a %s",
+                  lua_typename(L, t));
+  } else if (n == 0) {
+    rc = key_fail(c, key, "must name at least one pattern");
+  } else if (!(list = calloc(n + 1, sizeof *list))) {
+    rc = key_fail(c, key, "cannot be stored: out of memory");
+  }
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (t == LUA_TTABLE) lua_rawgeti(L, -1, (int)i + 1);
+    else lua_pushvalue(L, -1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      rc = key_fail(c, key, "item %zu must be a string, not a %s", i + 1,
+                    lua_typename(L, lua_type(L, -1)));
+    else if (!(list[i] = strdup(lua_tostring(L, -1))))
+      rc = key_fail(c, key, "cannot be stored: out of memory");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (rc != 0) free_list(list);
+  else *out = list;
   return rc;
 }
 
@@ -538,6 +588,34 @@ static int read_limits(plugin_ctx *c, sandbox_limits *l)
 
 /* ---- one plugin ---- */
 
+/* Defaults in tail.h. */
+static int read_tail(plugin_ctx *c, config_tail *t)
+{
+  uint64_t hour = 3600000;
+
+  *t = (config_tail){.scan_interval_ms = 1000, .rotate_wait_ms = 5000,
+                     .idle_close_ms = 60000, .last_line_timeout_ms = 1000,
+                     .max_open_files = 1024, .read_buffer = 128u << 10};
+  if (read_string_list(c, "paths", true, &t->paths) != 0 ||
+      read_string_list(c, "exclude", false, &t->exclude) != 0 ||
+      read_bool(c, "read_from_head", &t->read_from_head) != 0 ||
+      read_count(c, "scan_interval_ms", hour, &t->scan_interval_ms) != 0 ||
+      read_count(c, "rotate_wait_ms", hour, &t->rotate_wait_ms) != 0 ||
+      read_count(c, "idle_close_ms", 24 * hour, &t->idle_close_ms) != 0 ||
+      read_count(c, "last_line_timeout_ms", hour,
+                 &t->last_line_timeout_ms) != 0 ||
+      read_count(c, "max_open_files", 1u << 20, &t->max_open_files) != 0 ||
+      read_count(c, "read_buffer", 64u << 20, &t->read_buffer) != 0)
+    return -1;
+  if (t->scan_interval_ms < 10)
+    return key_fail(c, "scan_interval_ms", "must be at least 10");
+  if (t->max_open_files < 1)
+    return key_fail(c, "max_open_files", "must be at least 1");
+  if (t->read_buffer < 4096)
+    return key_fail(c, "read_buffer", "must be at least 4096 bytes");
+  return 0;
+}
+
 static int read_plugin(loader *ld, config_plugin *p, const plugin_type_info *ti)
 {
   plugin_ctx c = {ld, p, ti->name};
@@ -547,7 +625,8 @@ static int read_plugin(loader *ld, config_plugin *p, const plugin_type_info *ti)
   p->type = ti->type;
   switch (ti->role) {
   case PLUGIN_INPUT:
-    if (check_keys(&c, ti->type == INPUT_FILE ? file_input_keys : input_keys,
+    if (check_keys(&c, ti->type == INPUT_FILE ? file_input_keys
+                       : ti->type == INPUT_TAIL ? tail_input_keys : input_keys,
                    false) != 0)
       return -1;
     v = p->max_line = 1u << 20;
@@ -557,7 +636,7 @@ static int read_plugin(loader *ld, config_plugin *p, const plugin_type_info *ti)
     if (read_string(&c, "decoder", false, &p->decoder) != 0) return -1;
     if (ti->type == INPUT_FILE && read_string(&c, "path", true, &p->path) != 0)
       return -1;
-    return 0;
+    return ti->type == INPUT_TAIL ? read_tail(&c, &p->tail) : 0;
   case PLUGIN_DECODER:
   case PLUGIN_ENCODER:
     if (check_keys(&c, sandbox_keys, true) != 0 || resolve_filename(&c, p) != 0 ||
@@ -1125,6 +1204,8 @@ void config_free(config *cfg)
     free(p->module_dirs);
     free(p->encoder);
     free(p->message_matcher);
+    free_list(p->tail.paths);
+    free_list(p->tail.exclude);
   }
   free(cfg->plugins);
   free(cfg->file);

@@ -2,6 +2,7 @@
  * config.h - the configuration file: one Lua file of named plugin tables.
  *
  *   stdin = { type = "stdin_input", decoder = "syslog" }
+ *   app = { type = "tail_input", paths = { "/var/log/app/[a-z]*.log" } }
  *   syslog = { type = "decoder", filename = "decoders/rsyslog.lua", tz = "UTC" }
  *   json = { type = "encoder", filename = "encoders/json.lua" }
  *   out = { type = "stdout_output", encoder = "json", message_matcher = "TRUE" }
@@ -17,7 +18,7 @@
  *
  * The files the plugins name are checked on every load, --check or run:
  * decoder and encoder files are regular files; a file_input's file exists
- * and is no directory; a file_output's file and the dead-letter file have
+ * and is no directory (a tail_input's globs may match nothing yet); a file_output's file and the dead-letter file have
  * their directory; and no input reads a file lumberjit writes.
  */
 #ifndef LUMBERJIT_CONFIG_H
@@ -38,10 +39,20 @@ typedef enum {
 typedef enum {
   INPUT_STDIN,
   INPUT_FILE,
+  INPUT_TAIL,
   OUTPUT_STDOUT,
   OUTPUT_FILE,
   PLUGIN_SANDBOX
 } config_plugin_type;
+
+/* A tail_input's settings (tail.h says what each does). */
+typedef struct {
+  char **paths;          /* glob patterns, NULL-terminated */
+  char **exclude;        /* patterns of paths to leave alone; NULL-ended */
+  bool read_from_head;
+  uint64_t scan_interval_ms, rotate_wait_ms, idle_close_ms;
+  uint64_t last_line_timeout_ms, max_open_files, read_buffer;
+} config_tail;
 
 typedef struct {
   char *name;
@@ -53,6 +64,7 @@ typedef struct {
   char *path;            /* file_input: the file; file_output: the file */
   char *decoder;         /* decoder instance name, or NULL */
   size_t max_line;       /* longest record; longer lines go to dead letter */
+  config_tail tail;      /* tail_input */
 
   /* decoders and encoders */
   char *filename;        /* resolved path of the Lua file */

@@ -89,13 +89,19 @@ static const char *describe(const input *in)
   return in->path ? in->path : "standard input";
 }
 
+/* Hands on a last line that has no newline (yet) as a record. */
+static void hand_on_partial(input *in)
+{
+  in->done_offset = in->read_offset;
+  flush_carry(in);
+  in->handler.chunk_done(in->handler.ud, in);
+}
+
 static void finish(input *in, const char *error)
 {
   if (in->finished) return;
   in->finished = true;
-  in->done_offset = in->read_offset; /* the last line, even unterminated */
-  flush_carry(in);
-  in->handler.chunk_done(in->handler.ud, in);
+  if (!in->hold_partial) hand_on_partial(in);
   if (in->kind == INPUT_STREAM) {
     uv_read_stop((uv_stream_t *)&in->stream);
     uv_close((uv_handle_t *)&in->stream, NULL);
@@ -138,6 +144,9 @@ static void on_file_read(uv_fs_t *req)
     in->busy = true;
     split_lines(in, in->readbuf, (size_t)n);
     after_read(in);
+  } else if (n == 0 && in->follow && !in->stopping) {
+    in->at_end = true; /* until input_read_more */
+    if (in->handler.at_end) in->handler.at_end(in->handler.ud, in);
   } else {
     finish(in, n < 0 && n != UV_ECANCELED ? uv_strerror((int)n) : NULL);
   }
@@ -193,15 +202,16 @@ int input_start(input *in, uv_loop_t *loop, char *err, size_t errlen)
   struct stat st;
 
   in->loop = loop;
-  in->readbuf_size = READ_BUF_SIZE;
+  if (!in->readbuf_size) in->readbuf_size = READ_BUF_SIZE;
   in->readbuf = malloc(in->readbuf_size);
   if (!in->readbuf) {
     snprintf(err, errlen, "input '%s': out of memory", in->name);
     return -1;
   }
   in->req.data = in;
-  in->fd = in->path ? open(in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-                    : STDIN_FILENO;
+  if (in->fd < 0)
+    in->fd = in->path ? open(in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                      : STDIN_FILENO;
   if (in->fd < 0 || fstat(in->fd, &st) != 0) {
     snprintf(err, errlen, "input '%s': cannot open %s: %s", in->name,
              describe(in), strerror(errno));
@@ -255,8 +265,21 @@ void input_resume(input *in)
   if (!in->started || in->finished || in->stopping) return;
   if (in->kind == INPUT_STREAM)
     uv_read_start((uv_stream_t *)&in->stream, on_alloc, on_stream_read);
-  else if (!in->reading && !in->busy)
+  else if (!in->reading && !in->busy && !in->at_end)
     read_chunk(in);
+}
+
+void input_read_more(input *in)
+{
+  if (!in->at_end || in->finished || in->stopping) return;
+  in->at_end = false;
+  if (!in->paused) read_chunk(in);
+}
+
+void input_flush_partial(input *in)
+{
+  if (in->at_end && !in->finished && (in->carry.len > 0 || in->piece > 0))
+    hand_on_partial(in);
 }
 
 void input_free(input *in)

@@ -23,7 +23,12 @@
  *
  * Stopping (a signal, a failed output) never loses read bytes: a read in
  * flight is split when it lands, and a last line without its newline is
- * handed on as a record before finished is called.
+ * handed on as a record before finished is called (unless hold_partial:
+ * a followed file's checkpoint then stays before it, so a restart reads
+ * the line whole once its writer ends it).
+ *
+ * Following (tail.h): a regular file read up to its end waits there
+ * (at_end) until input_read_more, instead of finishing.
  */
 #ifndef LUMBERJIT_INPUT_H
 #define LUMBERJIT_INPUT_H
@@ -44,6 +49,8 @@ typedef struct {
                  uint64_t position, unsigned piece);
   /* After each read: the moment to flush what the records produced. */
   void (*chunk_done)(void *ud, input *in);
+  /* Following a file: it has nothing more to read for now (optional). */
+  void (*at_end)(void *ud, input *in);
   /* Once, at the end of input or after input_stop; error is NULL, or why
    * reading stopped. */
   void (*finished)(void *ud, input *in, const char *error);
@@ -55,10 +62,12 @@ struct input {
   const char *path;      /* NULL: standard input */
   size_t max_line;
   bool is_offset;        /* positions are byte offsets */
+  bool follow;           /* a file's end is not the input's: wait there */
+  bool hold_partial;     /* at a stop, keep an unterminated last line back */
   input_handler handler;
 
   uv_loop_t *loop;
-  int fd;
+  int fd;                /* -1: input_start opens path (or stdin) */
   enum { INPUT_SEEKABLE, INPUT_DEVICE, INPUT_STREAM } kind;
   union {
     uv_pipe_t pipe;
@@ -66,7 +75,7 @@ struct input {
   } stream;
   uv_fs_t req;
   char *readbuf;
-  size_t readbuf_size;
+  size_t readbuf_size;   /* 0: input_start picks 1 MiB */
   uint64_t read_offset;  /* bytes read so far; where a file read starts */
   uint64_t done_offset;  /* past the last whole line handed on */
   buf carry;             /* a line split across reads */
@@ -77,6 +86,7 @@ struct input {
   bool reading;          /* a uv_fs_read is in flight */
   bool busy;             /* inside a read callback: stop and pause wait */
   bool paused;
+  bool at_end;           /* following: read up to the end, waiting */
   bool stopping;
   bool finished;
 };
@@ -89,6 +99,12 @@ void input_stop(input *in);
 /* Holds reading while an output is full, and takes it up again. */
 void input_pause(input *in);
 void input_resume(input *in);
+/* Following a file: reads on from where it waits at the end (the file
+ * grew, or may have). */
+void input_read_more(input *in);
+/* Following a file that waits at its end: hands on an unterminated last
+ * line as a record (its writer took too long to end it). */
+void input_flush_partial(input *in);
 /* Frees what the input holds, once the loop has closed its handles. */
 void input_free(input *in);
 

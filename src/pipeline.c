@@ -68,15 +68,15 @@ static void on_record(void *ud, input *in, const char *bytes, size_t len,
                       uint64_t position, unsigned piece)
 {
   pipeline *pl = ud;
-  pl_input *pi = (pl_input *)in;
+  pl_source *src = (pl_source *)in;
 
-  if (pi->ckpt.state_file && !pi->ticket)
-    pi->ticket = checkpoint_ticket_new(&pi->ckpt);
-  if (!pi->job && !(pi->job = take_job(pl))) {
+  if (src->ckpt && src->owner->store.state_file && !src->ticket)
+    src->ticket = checkpoint_ticket_new(src->ckpt);
+  if (!src->job && !(src->job = take_job(pl))) {
     record_lost(pl, in, position);
     return;
   }
-  if (!work_job_add(pi->job, bytes, len, position, piece))
+  if (!work_job_add(src->job, bytes, len, position, piece))
     record_lost(pl, in, position);
 }
 
@@ -98,11 +98,11 @@ static bool busy(const output_sink *o)
   return !output_idle(o);
 }
 
-/* An input reads while no output is full and its worker is not behind. */
-static void hold_or_go(pipeline *pl, pl_input *pi)
+/* A source reads while no output is full and its worker is not behind. */
+static void hold_or_go(pipeline *pl, pl_source *src)
 {
-  if (pl->paused || pi->in_flight >= MAX_JOBS_IN_FLIGHT) input_pause(&pi->in);
-  else input_resume(&pi->in);
+  if (pl->paused || src->in_flight >= MAX_JOBS_IN_FLIGHT) input_pause(&src->in);
+  else input_resume(&src->in);
 }
 
 /* Holds every input while any output is full, lets them go below its
@@ -120,7 +120,9 @@ static void apply_backpressure(pipeline *pl)
   } else {
     pl->paused_ns += uv_hrtime() - pl->paused_since;
   }
-  for (size_t i = 0; i < pl->ninputs; i++) hold_or_go(pl, &pl->inputs[i]);
+  for (size_t i = 0; i < pl->ninputs; i++)
+    for (pl_source *src = pl->inputs[i].sources; src; src = src->next)
+      hold_or_go(pl, src);
 }
 
 /* The read is cut into records: its job goes to the input's worker, with
@@ -128,34 +130,46 @@ static void apply_backpressure(pipeline *pl)
 static void on_chunk_done(void *ud, input *in)
 {
   pipeline *pl = ud;
-  pl_input *pi = (pl_input *)in;
-  work_job *job = pi->job;
+  pl_source *src = (pl_source *)in;
+  work_job *job = src->job;
 
   if (!job) {
-    if (pi->ticket) pi->ticket->end = in->done_offset;
-    checkpoint_unref(pi->ticket);
-    pi->ticket = NULL;
+    if (src->ticket) src->ticket->end = in->done_offset;
+    checkpoint_unref(src->ticket);
+    src->ticket = NULL;
     return;
   }
-  job->input = &pi->ri;
+  job->input = &src->owner->ri;
+  job->source = src;
   job->is_offset = in->is_offset;
-  job->ticket = pi->ticket;
+  job->ticket = src->ticket;
   job->done_offset = in->done_offset;
-  pi->job = NULL;
-  pi->ticket = NULL;
-  pi->in_flight++;
+  src->job = NULL;
+  src->ticket = NULL;
+  src->in_flight++;
   if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
-  worker_submit(pi->w, job);
-  hold_or_go(pl, pi);
+  worker_submit(src->owner->w, job);
+  hold_or_go(pl, src);
 }
 
-static void finish_input(pipeline *pl, pl_input *pi)
+void pipeline_input_done(pl_input *pi)
 {
-  if (pi->error) {
-    log_msg("input '%s' stopped: %s", pi->in.name, pi->error);
+  pi->done = true;
+  pi->pl->running--;
+}
+
+/* The source read all it will and its jobs came back. */
+static void source_finished(pipeline *pl, pl_source *src)
+{
+  pl_input *pi = src->owner;
+
+  if (src->error) {
+    log_msg("input '%s' stopped reading %s: %s", pi->name,
+            src->in.path ? src->in.path : "standard input", src->error);
     pl->status = 1;
   }
-  pl->running--;
+  if (pi->tail) tail_source_finished(pi->tail, src);
+  else pipeline_input_done(pi);
 }
 
 /* What routing the job counted goes to the pipeline's counters. */
@@ -177,9 +191,9 @@ static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
 /* A job came back: its records go into the real sinks, in order. */
 static void adopt(pipeline *pl, work_job *job)
 {
-  pl_input *pi = (pl_input *)((char *)job->input - offsetof(pl_input, ri));
+  pl_source *src = job->source;
 
-  add_counts(pl, pi, job);
+  add_counts(pl, src->owner, job);
   for (size_t i = 0; i < pl->noutputs; i++)
     output_adopt(&pl->outputs[i].sink, &job->out[i]);
   if (pl->dl.owns_sink) output_adopt(&pl->dl.own, &job->out[pl->noutputs]);
@@ -188,9 +202,9 @@ static void adopt(pipeline *pl, work_job *job)
   job->next = pl->spare_jobs;
   pl->spare_jobs = job;
   if (--pl->jobs_in_flight == 0) uv_unref((uv_handle_t *)&pl->notify);
-  pi->in_flight--;
-  if (pi->read_all && pi->in_flight == 0) finish_input(pl, pi);
-  else hold_or_go(pl, pi);
+  src->in_flight--;
+  if (src->read_all && src->in_flight == 0) source_finished(pl, src);
+  else hold_or_go(pl, src);
 }
 
 void pipeline_jobs_back(uv_async_t *a)
@@ -207,7 +221,7 @@ void pipeline_jobs_back(uv_async_t *a)
 
 static void save_checkpoints(pipeline *pl)
 {
-  for (size_t i = 0; i < pl->ninputs; i++) checkpoint_save(&pl->inputs[i].ckpt);
+  for (size_t i = 0; i < pl->ninputs; i++) checkpoint_save(&pl->inputs[i].store);
 }
 
 static void on_checkpoint_timer(uv_timer_t *t)
@@ -218,11 +232,11 @@ static void on_checkpoint_timer(uv_timer_t *t)
 static void on_finished(void *ud, input *in, const char *error)
 {
   pipeline *pl = ud;
-  pl_input *pi = (pl_input *)in;
+  pl_source *src = (pl_source *)in;
 
-  pi->read_all = true;
-  pi->error = error;
-  if (pi->in_flight == 0) finish_input(pl, pi);
+  src->read_all = true;
+  src->error = error;
+  if (src->in_flight == 0) source_finished(pl, src);
 }
 
 static void fail_queued(output_sink *o)
@@ -259,7 +273,15 @@ static void pipeline_stop(pipeline *pl, const char *why)
   }
   if (why) log_msg("%s: stopping", why);
   pl->stopping = true;
-  for (size_t i = 0; i < pl->ninputs; i++) input_stop(&pl->inputs[i].in);
+  for (size_t i = 0; i < pl->ninputs; i++) {
+    pl_input *pi = &pl->inputs[i];
+    if (pi->tail) {
+      tail_stop(pi->tail);
+      continue;
+    }
+    for (pl_source *src = pi->sources; src; src = src->next)
+      input_stop(&src->in);
+  }
   uv_timer_start(&pl->deadline, on_deadline, pl->stop_timeout_ms, 0);
   uv_unref((uv_handle_t *)&pl->deadline);
 }
@@ -325,7 +347,22 @@ output_events pipeline_sink_events(pipeline *pl)
 
 input_handler pipeline_input_handler(pipeline *pl)
 {
-  return (input_handler){on_record, on_chunk_done, on_finished, pl};
+  return (input_handler){on_record, on_chunk_done, NULL, on_finished, pl};
+}
+
+static bool writes(const output_sink *o, const struct stat *sb)
+{
+  struct stat os;
+
+  return o->path && fstat(o->fd, &os) == 0 && os.st_dev == sb->st_dev &&
+         os.st_ino == sb->st_ino;
+}
+
+bool pipeline_writes(pipeline *pl, const struct stat *sb)
+{
+  for (size_t i = 0; i < pl->noutputs; i++)
+    if (writes(&pl->outputs[i].sink, sb)) return true;
+  return pl->dl.owns_sink && writes(&pl->dl.own, sb);
 }
 
 /* Every counter here is the loop thread's: workers' counts come back with
@@ -338,7 +375,7 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   st->ninputs = pl->ninputs;
   for (size_t i = 0; i < pl->ninputs; i++) {
     const pl_input *pi = &pl->inputs[i];
-    st->inputs[i] = (pipeline_input_stats){pi->in.name, pi->records,
+    st->inputs[i] = (pipeline_input_stats){pi->name, pi->records,
                                            pi->overlong, pi->dead};
   }
   st->noutputs = pl->noutputs;
@@ -391,7 +428,10 @@ int pipeline_run(pipeline *pl)
     uv_unref((uv_handle_t *)&pl->checkpoints);
   }
   for (size_t i = 0; i < pl->ninputs; i++) {
-    if (input_start(&pl->inputs[i].in, pl->loop, err, sizeof err) != 0) {
+    pl_input *pi = &pl->inputs[i];
+    int rc = pi->tail ? tail_start(pi->tail, err, sizeof err)
+                      : input_start(&pi->sources->in, pl->loop, err, sizeof err);
+    if (rc != 0) {
       log_msg("%s", err);
       pl->status = 1;
       continue;

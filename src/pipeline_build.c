@@ -4,11 +4,15 @@
  * their checkpoints), starts the workers, each building its own sandboxes
  * on its own thread; and tears it all down again.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "pipeline_internal.h"
@@ -151,24 +155,111 @@ static int start_workers(pipeline *pl, char *err, size_t errlen)
   return 0;
 }
 
-/* Starts a file input where its checkpoint says. */
-static int resume_input(pl_input *pi, const config *cfg, const config_plugin *p,
-                        char *err, size_t errlen)
+pl_source *pipeline_source_new(pl_input *pi)
 {
-  uint64_t offset;
-  char why[512];
+  pl_source *src = calloc(1, sizeof *src);
 
-  if (checkpoint_open(&pi->ckpt, cfg->state_dir, p->name, p->path, &offset,
-                      why, sizeof why) != 0) {
-    snprintf(err, errlen, "%s:%d: input '%s': %s", cfg->file, p->line,
-             p->name, why);
+  if (!src) return NULL;
+  src->owner = pi;
+  src->in.name = pi->name;
+  src->in.max_line = pi->ri.max_line;
+  src->in.fd = -1;
+  src->in.handler = pipeline_input_handler(pi->pl);
+  src->next = pi->sources;
+  pi->sources = src;
+  return src;
+}
+
+static void free_source(pl_source *src)
+{
+  input_free(&src->in);
+  if (src->job) {
+    work_job_free(src->job);
+    free(src->job);
+  }
+  free(src);
+}
+
+void pipeline_source_free(pl_source *src)
+{
+  for (pl_source **p = &src->owner->sources; *p; p = &(*p)->next)
+    if (*p == src) {
+      *p = src->next;
+      break;
+    }
+  free_source(src);
+}
+
+/* A file input's one source, starting where its checkpoint says. */
+static int resume_file(pl_input *pi, pl_source *src, const config *cfg,
+                       const config_plugin *p, char *err, size_t errlen)
+{
+  struct stat sb;
+  uint64_t offset;
+  bool known;
+  int fd;
+
+  /* Only regular files have offsets to resume at; stat never blocks on a
+   * FIFO, as open could. */
+  if (stat(p->path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+  fd = open(p->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    snprintf(err, errlen, "%s:%d: input '%s': cannot open %s: %s", cfg->file,
+             p->line, p->name, p->path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  src->in.fd = fd;
+  src->ckpt = checkpoint_track(&pi->store, p->path, fd, &sb, &offset, &known);
+  if (!src->ckpt) {
+    snprintf(err, errlen, "out of memory");
     return -1;
   }
   if (offset > 0)
     log_msg("input '%s': resuming %s at offset %" PRIu64 " (%s)", p->name,
-            p->path, offset, pi->ckpt.state_file);
-  pi->in.read_offset = pi->in.done_offset = offset;
+            p->path, offset, pi->store.state_file);
+  src->in.read_offset = src->in.done_offset = offset;
   return 0;
+}
+
+static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
+                       char *err, size_t errlen)
+{
+  const config *cfg = pl->cfg;
+  pl_source *src;
+  char why[512];
+
+  pi->pl = pl;
+  pi->cfg = p;
+  pi->name = keep(pl, p->name);
+  pi->ri = (router_input){.name = pi->name, .max_line = p->max_line,
+                          .decoder_name = keep(pl, p->decoder)};
+  if (!pi->name || (p->decoder && !pi->ri.decoder_name)) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (checkpoint_store_open(&pi->store, p->type == INPUT_STDIN ? NULL
+                                                               : cfg->state_dir,
+                            p->name, why, sizeof why) != 0) {
+    snprintf(err, errlen, "%s:%d: input '%s': %s", cfg->file, p->line,
+             p->name, why);
+    return -1;
+  }
+  if (p->type == INPUT_TAIL) {
+    pi->tail = tail_create(pi, &p->tail, err, errlen);
+    return pi->tail ? 0 : -1;
+  }
+  if (!(src = pipeline_source_new(pi))) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (p->type != INPUT_FILE) return 0;
+  src->in.path = keep(pl, p->path);
+  if (!src->in.path) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  return resume_file(pi, src, cfg, p, err, errlen);
 }
 
 static int build_inputs(pipeline *pl, char *err, size_t errlen)
@@ -177,25 +268,9 @@ static int build_inputs(pipeline *pl, char *err, size_t errlen)
 
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
-    pl_input *pi;
     if (p->role != PLUGIN_INPUT) continue;
-    pi = &pl->inputs[pl->ninputs++];
-    pi->pl = pl;
-    pi->in.name = keep(pl, p->name);
-    pi->in.path = p->type == INPUT_FILE ? keep(pl, p->path) : NULL;
-    if (!pi->in.name || (p->type == INPUT_FILE && !pi->in.path)) {
-      snprintf(err, errlen, "out of memory");
+    if (build_input(pl, &pl->inputs[pl->ninputs++], p, err, errlen) != 0)
       return -1;
-    }
-    pi->in.max_line = p->max_line;
-    pi->in.fd = -1;
-    pi->in.handler = pipeline_input_handler(pl);
-    if (p->type == INPUT_FILE && cfg->state_dir &&
-        resume_input(pi, cfg, p, err, errlen) != 0)
-      return -1;
-    pi->cfg = p;
-    pi->ri = (router_input){.name = pi->in.name, .max_line = p->max_line,
-                            .decoder_name = keep(pl, p->decoder)};
   }
   return 0;
 }
@@ -326,6 +401,7 @@ static void close_handles(pipeline *pl)
   if (pl->handles_closed) return;
   pl->handles_closed = true;
   pipeline_each_sink(pl, output_close_handles);
+  for (size_t i = 0; i < pl->ninputs; i++) tail_close_handles(pl->inputs[i].tail);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_close((uv_handle_t *)&pl->notify, NULL);
@@ -345,10 +421,12 @@ int pipeline_destroy(pipeline *pl)
   }
   free(pl->workers);
   for (size_t i = 0; i < pl->ninputs; i++) {
-    input_free(&pl->inputs[i].in);
-    if (pl->inputs[i].job) {
-      work_job_free(pl->inputs[i].job);
-      free(pl->inputs[i].job);
+    pl_input *pi = &pl->inputs[i];
+    tail_free(pi->tail);
+    while (pi->sources) {
+      pl_source *src = pi->sources;
+      pi->sources = src->next;
+      free_source(src);
     }
   }
   while (pl->spare_jobs) {
@@ -363,7 +441,8 @@ int pipeline_destroy(pipeline *pl)
   }
   if (dead_letter_close(&pl->dl) != 0) rc = -1;
   /* After the sinks: their records no longer hold tickets. */
-  for (size_t i = 0; i < pl->ninputs; i++) checkpoint_close(&pl->inputs[i].ckpt);
+  for (size_t i = 0; i < pl->ninputs; i++)
+    checkpoint_store_close(&pl->inputs[i].store);
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);

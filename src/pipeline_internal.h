@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"
 #include "config.h"
@@ -17,6 +18,7 @@
 #include "pipeline.h"
 #include "router.h"
 #include "sandbox.h"
+#include "tail.h"
 #include "worker.h"
 
 /* Jobs of one input at a worker at once: reading runs ahead by this many
@@ -33,20 +35,35 @@ typedef struct {
   router_output_counts encoded; /* the encoder's failed and skipped */
 } pl_output;
 
-typedef struct {
+typedef struct pl_input pl_input;
+
+/* One thing an input reads: standard input, a file_input's file, or one
+ * file of a tail_input (tail.h). */
+typedef struct pl_source {
   input in;                  /* first: the handler gets &in */
+  pl_input *owner;
+  struct pl_source *next;    /* the owner's sources */
+  work_job *job;             /* being filled from the current read */
+  unsigned in_flight;        /* jobs at the worker */
+  bool read_all;             /* finished; jobs may be in flight */
+  const char *error;         /* why it finished, if it failed */
+  checkpoint_source *ckpt;   /* its file's; NULL: not a file */
+  checkpoint_ticket *ticket; /* of the chunk being handed on */
+  struct tail_file *file;    /* tail_input: the file it reads */
+} pl_source;
+
+struct pl_input {
   pipeline *pl;
+  const char *name;
   const config_plugin *cfg;  /* while building only */
   router_input ri;           /* used by its worker only */
   worker *w;
-  work_job *job;             /* being filled from the current read */
-  unsigned in_flight;        /* jobs at the worker */
-  bool read_all;             /* the input finished; jobs may be in flight */
-  const char *error;         /* why it finished, if it failed */
-  checkpoint_source ckpt;    /* state_file NULL: not checkpointed */
-  checkpoint_ticket *ticket; /* of the chunk being handed on */
+  pl_source *sources;        /* reading now */
+  checkpoint_store store;    /* its files' acknowledged offsets */
+  struct tail *tail;         /* tail_input's files; NULL for the others */
+  bool done;                 /* read all it will; jobs came back */
   uint64_t records, overlong, dead; /* counted by the jobs that came back */
-} pl_input;
+};
 
 /* The pipeline keeps its own copies of the config's names and settings
  * (`kept`): queued records point to input names, and a reload will replace
@@ -82,11 +99,21 @@ struct pipeline {
 
 /* pipeline.c: what inputs, sinks, workers and timers call back. */
 input_handler pipeline_input_handler(pipeline *pl);
+/* The input has read all it will (a tail_input after its stop). */
+void pipeline_input_done(pl_input *pi);
+/* Whether an output or the dead-letter path writes the file sb is of: an
+ * input must never read it. */
+bool pipeline_writes(pipeline *pl, const struct stat *sb);
 output_events pipeline_sink_events(pipeline *pl);
 void pipeline_jobs_back(uv_async_t *a);
 /* Calls fn on every sink: the outputs', then the dead-letter file's. */
 void pipeline_each_sink(pipeline *pl, void (*fn)(output_sink *));
 /* pipeline_build.c */
 void pipeline_stop_workers(pipeline *pl);
+/* A source of pi, reading nothing yet: set its input's path or fd, then
+ * input_start it. NULL when out of memory. */
+pl_source *pipeline_source_new(pl_input *pi);
+/* Unlinks and frees a finished source whose jobs came back. */
+void pipeline_source_free(pl_source *src);
 
 #endif

@@ -33,6 +33,7 @@ void work_job_reset(work_job *job)
 {
   job->next = NULL;
   job->input = NULL;
+  job->source = NULL;
   buf_clear(&job->bytes);
   job->nrecs = 0;
   job->ticket = NULL;

@@ -39,6 +39,7 @@ typedef struct {
 typedef struct work_job {
   struct work_job *next;
   router_input *input;      /* owned by the worker this job goes to */
+  void *source;             /* the loop thread's: what was read */
   bool is_offset;
   buf bytes;
   work_record *recs;

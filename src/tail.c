@@ -1,0 +1,503 @@
+/* tail.c - see tail.h. */
+#include "tail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pipeline_internal.h"
+
+typedef struct tail_file {
+  struct tail_file *next;
+  tail *t;
+  char *path;              /* where it was opened (or last found) */
+  checkpoint_source *ckpt; /* identity and acknowledged offset */
+  uint64_t offset;         /* where the next opening reads from */
+  uint64_t size;           /* at the last look */
+  uint64_t changed_ms;     /* loop time it last grew */
+  pl_source *src;          /* reading it; NULL: closed */
+  uv_fs_event_t *watch;    /* its inotify watch while open; freed when
+                              closed, so the file may go before */
+  bool found;              /* the current scan found it */
+  bool moved;              /* no pattern leads to it any more */
+  uint64_t moved_ms;       /* loop time that was first seen */
+  bool truncated;          /* read it again from 0 once finished */
+} tail_file;
+
+struct tail {
+  pl_input *pi;
+  uv_loop_t *loop;
+  config_tail cfg;         /* paths and exclude are copies */
+  uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */
+  uv_fs_event_t *dirs;     /* watches on the patterns' directories */
+  size_t ndirs;
+  tail_file *files;
+  size_t open_files;
+  bool handles, first_scan, stopping, warned_full;
+};
+
+static char **copy_list(char **list)
+{
+  size_t n = 0;
+  char **copy;
+
+  while (list && list[n]) n++;
+  copy = calloc(n + 1, sizeof *copy);
+  for (size_t i = 0; copy && i < n; i++)
+    if (!(copy[i] = strdup(list[i]))) return NULL;
+  return copy;
+}
+
+static void free_list(char **list)
+{
+  for (char **p = list; p && *p; p++) free(*p);
+  free(list);
+}
+
+tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
+                  size_t errlen)
+{
+  tail *t = calloc(1, sizeof *t);
+
+  if (t) {
+    t->pi = pi;
+    t->cfg = *cfg;
+    t->cfg.paths = copy_list(cfg->paths);
+    t->cfg.exclude = copy_list(cfg->exclude);
+  }
+  if (!t || !t->cfg.paths || !t->cfg.exclude) {
+    snprintf(err, errlen, "input '%s': out of memory", pi->name);
+    tail_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* ---- reading one file ---- */
+
+static void on_file_event(uv_fs_event_t *h, const char *name, int events,
+                          int status);
+
+static void schedule_scan(tail *t);
+
+static void on_at_end(void *ud, input *in)
+{
+  (void)ud;
+  ((pl_source *)in)->file->size = in->read_offset;
+}
+
+static void watch_file(tail_file *f)
+{
+  f->watch = malloc(sizeof *f->watch);
+  if (!f->watch) return;
+  uv_fs_event_init(f->t->loop, f->watch);
+  f->watch->data = f;
+  /* No watch (inotify's limit reached): the scans still see it grow. */
+  uv_fs_event_start(f->watch, on_file_event, f->path, 0);
+}
+
+static void free_handle(uv_handle_t *h)
+{
+  free(h);
+}
+
+static void unwatch_file(tail_file *f)
+{
+  if (f->watch) uv_close((uv_handle_t *)f->watch, free_handle);
+  f->watch = NULL;
+}
+
+/* Starts reading f on fd (open on it) from f->offset. */
+static void open_source(tail *t, tail_file *f, int fd)
+{
+  pl_source *src;
+  char err[512];
+
+  if (t->open_files >= t->cfg.max_open_files) {
+    if (!t->warned_full)
+      log_msg("input '%s': %zu files open (max_open_files); %s waits for a "
+              "free slot", t->pi->name, t->open_files, f->path);
+    t->warned_full = true;
+    close(fd);
+    return;
+  }
+  if (!(src = pipeline_source_new(t->pi))) {
+    log_msg("input '%s': out of memory; %s is not read for now", t->pi->name,
+            f->path);
+    close(fd);
+    return;
+  }
+  src->file = f;
+  src->ckpt = f->ckpt;
+  src->in.path = f->path;
+  src->in.fd = fd;
+  src->in.follow = true;
+  src->in.readbuf_size = t->cfg.read_buffer;
+  src->in.read_offset = src->in.done_offset = f->offset;
+  src->in.handler.at_end = on_at_end;
+  if (input_start(&src->in, t->loop, err, sizeof err) != 0) {
+    log_msg("%s", err);
+    pipeline_source_free(src);
+    return;
+  }
+  f->src = src;
+  f->changed_ms = uv_now(t->loop);
+  t->open_files++;
+  watch_file(f);
+}
+
+/* Opens path as the file f is (or, with f->ckpt NULL, becomes); -1 when it
+ * cannot be opened or is another file now. */
+static int open_file(const char *path, struct stat *sb)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+  if (fd < 0) return -1;
+  if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* A file found for the first time: from its checkpoint, its end (the first
+ * scan, unless read_from_head) or its head (it is new). */
+static void add_file(tail *t, const char *path)
+{
+  tail_file *f = calloc(1, sizeof *f);
+  struct stat sb;
+  uint64_t offset;
+  bool known;
+  int fd = -1;
+
+  if (!f || !(f->path = strdup(path)) || (fd = open_file(path, &sb)) < 0 ||
+      !(f->ckpt = checkpoint_track(&t->pi->store, path, fd, &sb, &offset,
+                                   &known))) {
+    if (fd >= 0) close(fd);
+    if (f) free(f->path);
+    free(f);
+    return;
+  }
+  f->t = t;
+  f->found = true;
+  f->size = (uint64_t)sb.st_size;
+  if (known)
+    log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name, path,
+            offset);
+  else if (t->first_scan && !t->cfg.read_from_head)
+    offset = f->ckpt->acked = f->size;
+  f->offset = offset;
+  f->next = t->files;
+  t->files = f;
+  open_source(t, f, fd);
+}
+
+static void free_file(tail *t, tail_file *f)
+{
+  for (tail_file **p = &t->files; *p; p = &(*p)->next)
+    if (*p == f) {
+      *p = f->next;
+      break;
+    }
+  unwatch_file(f);
+  checkpoint_retire(&t->pi->store, f->ckpt);
+  free(f->path);
+  free(f);
+}
+
+/* ---- scans ---- */
+
+static tail_file *find_file(tail *t, const struct stat *sb)
+{
+  for (tail_file *f = t->files; f; f = f->next)
+    if (f->ckpt->device == sb->st_dev && f->ckpt->inode == sb->st_ino)
+      return f;
+  return NULL;
+}
+
+static bool excluded(const tail *t, const char *path)
+{
+  for (char **p = t->cfg.exclude; *p; p++)
+    if (fnmatch(*p, path, 0) == 0) return true;
+  return false;
+}
+
+/* A closed file at a path: reopened when it grew; if its inode now holds
+ * another file, that one is new. */
+static void look_at_closed(tail *t, tail_file *f, const char *path)
+{
+  struct stat sb;
+  int fd;
+
+  if ((fd = open_file(path, &sb)) < 0) return;
+  if (!checkpoint_same_file(f->ckpt, fd, &sb) ||
+      (uint64_t)sb.st_size < f->offset) {
+    close(fd);
+    free_file(t, f);
+    add_file(t, path);
+    return;
+  }
+  if ((uint64_t)sb.st_size == f->offset) {
+    close(fd);
+    return;
+  }
+  if (strcmp(path, f->path) != 0) {
+    char *copy = strdup(path);
+    if (copy) {
+      free(f->path);
+      f->path = copy;
+    }
+  }
+  checkpoint_update(f->ckpt, fd, &sb, path);
+  open_source(t, f, fd);
+}
+
+static void found_path(tail *t, const char *path)
+{
+  struct stat sb;
+  tail_file *f;
+
+  if (excluded(t, path) || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+      pipeline_writes(t->pi->pl, &sb))
+    return;
+  f = find_file(t, &sb);
+  if (!f) {
+    add_file(t, path);
+  } else if (!f->found) {
+    f->found = true;
+    f->moved = false;
+    if (f->src) checkpoint_update(f->ckpt, f->src->in.fd, &sb, path);
+    else if (!f->truncated) look_at_closed(t, f, path);
+  }
+}
+
+/* Its writer may not have reopened yet: rotate_wait_ms runs from now. */
+static void mark_moved(tail_file *f, uint64_t now)
+{
+  if (f->moved) return;
+  f->moved = true;
+  f->moved_ms = now;
+}
+
+/* An open file: did it grow, shrink, or stop growing? */
+static void look_at_open(tail *t, tail_file *f, uint64_t now)
+{
+  input *in = &f->src->in;
+  struct stat sb;
+
+  if (in->stopping || in->finished || fstat(in->fd, &sb) != 0) return;
+  if (sb.st_nlink == 0) mark_moved(f, now); /* deleted */
+  if ((uint64_t)sb.st_size != f->size) {
+    f->changed_ms = now;
+    if ((uint64_t)sb.st_size < in->read_offset ||
+        !checkpoint_same_file(f->ckpt, in->fd, &sb)) {
+      log_msg("input '%s': %s was truncated; reading it again from the "
+              "start", t->pi->name, f->path);
+      f->truncated = true;
+      input_stop(in);
+      return;
+    }
+    f->size = (uint64_t)sb.st_size;
+    checkpoint_update(f->ckpt, in->fd, &sb, NULL);
+    input_read_more(in);
+    return;
+  }
+  if (!in->at_end) return;
+  if (now - f->changed_ms >= t->cfg.last_line_timeout_ms)
+    input_flush_partial(in);
+  if ((f->moved && now - f->changed_ms >= t->cfg.rotate_wait_ms &&
+       now - f->moved_ms >= t->cfg.rotate_wait_ms) ||
+      (now - f->changed_ms >= t->cfg.idle_close_ms &&
+       in->carry.len == 0 && in->piece == 0))
+    input_stop(in);
+}
+
+static void scan(tail *t)
+{
+  uint64_t now = uv_now(t->loop);
+
+  for (tail_file *f = t->files; f; f = f->next) f->found = false;
+  for (char **p = t->cfg.paths; *p; p++) {
+    glob_t g;
+    if (glob(*p, GLOB_NOSORT, NULL, &g) != 0) continue;
+    for (size_t i = 0; i < g.gl_pathc && !t->stopping; i++)
+      found_path(t, g.gl_pathv[i]);
+    globfree(&g);
+  }
+  for (tail_file *f = t->files, *next; f; f = next) {
+    next = f->next;
+    if (!f->found && !f->src && !f->truncated) free_file(t, f);
+    else if (!f->found) mark_moved(f, now);
+  }
+  /* Looking may finish a file, and so free it. */
+  for (tail_file *f = t->files, *next; f; f = next) {
+    next = f->next;
+    if (f->src) look_at_open(t, f, now);
+  }
+  t->first_scan = false;
+}
+
+static void on_scan_timer(uv_timer_t *h)
+{
+  scan(h->data);
+}
+
+static void schedule_scan(tail *t)
+{
+  if (!t->stopping && !uv_is_active((uv_handle_t *)&t->soon))
+    uv_timer_start(&t->soon, on_scan_timer, 0, 0);
+}
+
+static void on_file_event(uv_fs_event_t *h, const char *name, int events,
+                          int status)
+{
+  tail_file *f = h->data;
+
+  (void)name;
+  if (status < 0) return;
+  if (events & UV_RENAME) schedule_scan(f->t);
+  if ((events & UV_CHANGE) && f->src) {
+    f->changed_ms = uv_now(f->t->loop);
+    input_read_more(&f->src->in);
+  }
+}
+
+static void on_dir_event(uv_fs_event_t *h, const char *name, int events,
+                         int status)
+{
+  (void)name;
+  (void)events;
+  if (status == 0) schedule_scan(h->data);
+}
+
+static void pattern_dir(const char *pattern, char *dir, size_t len)
+{
+  const char *slash = strrchr(pattern, '/');
+
+  if (!slash) snprintf(dir, len, ".");
+  else snprintf(dir, len, "%.*s", (int)(slash == pattern ? 1 : slash - pattern),
+                pattern);
+}
+
+/* The directory of each pattern, when it has no wildcards, is watched: a
+ * file created there is found at once. */
+static void watch_dirs(tail *t)
+{
+  size_t n = 0;
+
+  while (t->cfg.paths[n]) n++;
+  t->dirs = calloc(n ? n : 1, sizeof *t->dirs);
+  if (!t->dirs) return;
+  for (size_t i = 0; i < n; i++) {
+    char dir[4096], other[4096];
+    bool dup = false;
+    pattern_dir(t->cfg.paths[i], dir, sizeof dir);
+    for (size_t k = 0; k < i && !dup; k++) {
+      pattern_dir(t->cfg.paths[k], other, sizeof other);
+      dup = strcmp(dir, other) == 0;
+    }
+    if (dup || strpbrk(dir, "*?[")) continue;
+    uv_fs_event_init(t->loop, &t->dirs[t->ndirs]);
+    t->dirs[t->ndirs].data = t;
+    uv_fs_event_start(&t->dirs[t->ndirs], on_dir_event, dir, 0);
+    t->ndirs++;
+  }
+}
+
+int tail_start(tail *t, char *err, size_t errlen)
+{
+  (void)err;
+  (void)errlen;
+  t->loop = t->pi->pl->loop;
+  uv_timer_init(t->loop, &t->scan);
+  uv_timer_init(t->loop, &t->soon);
+  t->scan.data = t->soon.data = t;
+  t->handles = true;
+  watch_dirs(t);
+  t->first_scan = true;
+  scan(t);
+  uv_timer_start(&t->scan, on_scan_timer, t->cfg.scan_interval_ms,
+                 t->cfg.scan_interval_ms);
+  return 0;
+}
+
+/* ---- finishing ---- */
+
+static void done_if_drained(tail *t)
+{
+  if (!t->stopping || t->pi->sources || t->pi->done) return;
+  tail_close_handles(t);
+  pipeline_input_done(t->pi);
+}
+
+void tail_stop(tail *t)
+{
+  if (t->stopping) return;
+  t->stopping = true;
+  if (!t->handles) return;
+  uv_timer_stop(&t->scan);
+  uv_timer_stop(&t->soon);
+  for (pl_source *src = t->pi->sources, *next; src; src = next) {
+    next = src->next;
+    src->in.hold_partial = t->pi->store.state_file != NULL;
+    input_stop(&src->in);
+  }
+  done_if_drained(t);
+}
+
+void tail_source_finished(tail *t, pl_source *src)
+{
+  tail_file *f = src->file;
+
+  f->offset = src->in.done_offset;
+  f->src = NULL;
+  t->open_files--;
+  t->warned_full = false;
+  unwatch_file(f);
+  pipeline_source_free(src);
+  if (t->stopping) {
+    done_if_drained(t);
+  } else if (f->truncated) {
+    /* The records read before still hold the old source's tickets. */
+    char *path = strdup(f->path);
+    free_file(t, f);
+    if (path) add_file(t, path);
+    free(path);
+  } else if (f->moved) {
+    free_file(t, f);
+  }
+}
+
+void tail_close_handles(tail *t)
+{
+  if (!t || !t->handles) return;
+  t->handles = false;
+  uv_close((uv_handle_t *)&t->scan, NULL);
+  uv_close((uv_handle_t *)&t->soon, NULL);
+  for (size_t i = 0; i < t->ndirs; i++)
+    uv_close((uv_handle_t *)&t->dirs[i], NULL);
+  for (tail_file *f = t->files; f; f = f->next) unwatch_file(f);
+}
+
+void tail_free(tail *t)
+{
+  if (!t) return;
+  while (t->files) {
+    tail_file *f = t->files;
+    t->files = f->next;
+    free(f->path);
+    free(f);
+  }
+  free(t->dirs);
+  free_list(t->cfg.paths);
+  free_list(t->cfg.exclude);
+  free(t);
+}

@@ -1,0 +1,74 @@
+/*
+ * tail.h - tail_input: follows every file its glob patterns match, through
+ * rotation, truncation and restarts, on the libuv loop.
+ *
+ *   app = { type = "tail_input", paths = { "/var/log/app/[a-z]*.log" },
+ *           exclude = { "*.gz" }, decoder = "json" }
+ *
+ * Finding files: the patterns are globbed at start and every
+ * scan_interval_ms (default 1000); the directories the patterns name are
+ * watched with inotify (uv_fs_event), so a new file is found at once, and
+ * the timed scan is the safety net for a missed event or a directory that
+ * could not be watched. Paths matching an `exclude` pattern, files that are
+ * not regular, and files lumberjit itself writes are left alone.
+ *
+ * Where reading starts: a file the state file knows (same device, inode and
+ * fingerprint: checkpoint.h) resumes at its acknowledged offset; other
+ * files found by the first scan start at their end, unless read_from_head;
+ * files that appear later are read from their head (they are new).
+ *
+ * Following: each open file is watched with inotify; it is read up to its
+ * end, in reads of read_buffer bytes (default 128 KiB), and read again when
+ * it changes (or when a scan sees it grew). A last line without a newline
+ * is held until last_line_timeout_ms (default 1000) passes without growth,
+ * then handed on as a record.
+ *
+ * Identity and rotation: a file is known by device, inode and fingerprint,
+ * never by its name, so
+ *   rename + create   the old file (under any name, or none) is read to its
+ *                     end; once it has not grown for rotate_wait_ms
+ *                     (default 5000) it is closed; the new file at the path
+ *                     is read from its head;
+ *   copytruncate      a file shorter than the offset read, or whose first
+ *                     bytes changed, is read again from 0 (what was written
+ *                     between the last read and the truncation is in the
+ *                     copy, which is read only if a pattern matches it);
+ *   delete            an open file is read to its end, then closed;
+ *   symlink retarget  the old target is finished as if renamed.
+ *
+ * Resources: a file that has not grown for idle_close_ms (default 60000) is
+ * closed and reopened when it grows; at most max_open_files (default 1024)
+ * are open at once, the others wait for a free slot. File descriptors in
+ * use: one per open file, one inotify descriptor in all.
+ *
+ * At a stop, each file's unterminated last line is held back when the
+ * offsets are checkpointed: its offset is not acknowledged, so a restart
+ * reads the line whole.
+ */
+#ifndef LUMBERJIT_TAIL_H
+#define LUMBERJIT_TAIL_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+struct pl_input;
+struct pl_source;
+typedef struct tail tail;
+
+/* Copies the settings; NULL with a message when out of memory. */
+tail *tail_create(struct pl_input *pi, const config_tail *cfg, char *err,
+                  size_t errlen);
+/* Finds the files and starts reading them; -1 with a message. */
+int tail_start(tail *t, char *err, size_t errlen);
+/* Stops finding files and stops reading every open one; once all have
+ * finished, the input is done (pipeline_input_done). */
+void tail_stop(tail *t);
+/* The pipeline's: src read all it will and its jobs came back. */
+void tail_source_finished(tail *t, struct pl_source *src);
+/* Closes the loop handles (before the loop's last run). */
+void tail_close_handles(tail *t);
+/* Frees it, once the loop has closed its handles. */
+void tail_free(tail *t);
+
+#endif
