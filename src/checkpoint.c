@@ -147,10 +147,15 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
 bool checkpoint_same_file(const checkpoint_source *s, int fd,
                           const struct stat *sb)
 {
-  uint64_t fp;
-
   return sb->st_dev == s->device && sb->st_ino == s->inode &&
-         fingerprint_of(fd, s->fingerprint_len, &fp) && fp == s->fingerprint;
+         checkpoint_head_is(fd, s->fingerprint_len, s->fingerprint);
+}
+
+bool checkpoint_head_is(int fd, uint32_t len, uint64_t fp)
+{
+  uint64_t now;
+
+  return fingerprint_of(fd, len, &now) && now == fp;
 }
 
 /* The saved block of this very file, taken out of the list; NULL if none. */

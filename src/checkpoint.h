@@ -96,6 +96,8 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *path,
 /* Whether fd is the file s tracks: same device, inode and first bytes. */
 bool checkpoint_same_file(const checkpoint_source *s, int fd,
                           const struct stat *sb);
+/* Whether fd's first len bytes hash to fp (a fingerprint of s's kind). */
+bool checkpoint_head_is(int fd, uint32_t len, uint64_t fp);
 /* The file grew or moved: a fingerprint shorter than the maximum takes in
  * the new first bytes; path is where it is now (NULL: unchanged). */
 void checkpoint_update(checkpoint_source *s, int fd, const struct stat *sb,

@@ -32,6 +32,24 @@ typedef struct tail_file {
   bool truncated;          /* read it again from 0 once finished */
 } tail_file;
 
+/* A file read up to `offset` that was then truncated (copytruncate): a new
+ * file with the same first bytes is its copy, to be read from there. */
+typedef struct {
+  uint32_t len;
+  uint64_t fingerprint, offset, until_ms;
+} truncated_file;
+
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+} file_id;
+
+/* Fewer first bytes are no proof that one file is a copy of another. */
+#define COPY_MIN_FINGERPRINT 64
+#define TRUNCATED_KEPT 16
+/* How soon a young file is looked at again. */
+#define YOUNG_FILE_WAIT_MS 100
+
 struct tail {
   pl_input *pi;
   uv_loop_t *loop;
@@ -41,6 +59,10 @@ struct tail {
   size_t ndirs;
   tail_file *files;
   size_t open_files;
+  truncated_file truncated[TRUNCATED_KEPT]; /* a ring, for rotate_wait_ms */
+  size_t ntruncated;
+  file_id *young, *next_young; /* new files too short for a fingerprint */
+  size_t nyoung, nnext_young;
   bool handles, first_scan, stopping, warned_full;
 };
 
@@ -168,8 +190,49 @@ static int open_file(const char *path, struct stat *sb)
   return fd;
 }
 
+/* Whether a new file is the copy of one being read, or of one truncated a
+ * moment ago (logrotate's copytruncate copies, then truncates): if so, the
+ * copy is read from where the original was read up to, and the lines
+ * written between the read and the truncation are not lost. */
+static bool copy_of(tail *t, const char *path, int fd, uint64_t *offset)
+{
+  uint64_t now = uv_now(t->loop);
+
+  for (tail_file *f = t->files; f; f = f->next) {
+    uint64_t at = f->src ? f->src->in.done_offset : f->offset;
+    /* The copy may still be being written: its reading waits at its end. */
+    if (f->ckpt->fingerprint_len >= COPY_MIN_FINGERPRINT &&
+        checkpoint_head_is(fd, f->ckpt->fingerprint_len, f->ckpt->fingerprint)) {
+      log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
+              t->pi->name, path, f->path, at);
+      *offset = at;
+      return true;
+    }
+  }
+  for (size_t i = 0; i < t->ntruncated && i < TRUNCATED_KEPT; i++) {
+    const truncated_file *c = &t->truncated[i];
+    if (now <= c->until_ms &&
+        checkpoint_head_is(fd, c->len, c->fingerprint)) {
+      log_msg("input '%s': %s is a copy of a file truncated since; reading it "
+              "from offset %" PRIu64, t->pi->name, path, c->offset);
+      *offset = c->offset;
+      return true;
+    }
+  }
+  return false;
+}
+
+static void note_truncated(tail *t, const tail_file *f)
+{
+  if (f->ckpt->fingerprint_len < COPY_MIN_FINGERPRINT) return;
+  t->truncated[t->ntruncated++ % TRUNCATED_KEPT] = (truncated_file){
+    f->ckpt->fingerprint_len, f->ckpt->fingerprint, f->offset,
+    uv_now(t->loop) + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms};
+}
+
 /* A file found for the first time: from its checkpoint, its end (the first
- * scan, unless read_from_head) or its head (it is new). */
+ * scan, unless read_from_head), where its original was read to (a copy),
+ * or its head (it is new). */
 static void add_file(tail *t, const char *path)
 {
   tail_file *f = calloc(1, sizeof *f);
@@ -194,6 +257,8 @@ static void add_file(tail *t, const char *path)
             offset);
   else if (t->first_scan && !t->cfg.read_from_head)
     offset = f->ckpt->acked = f->size;
+  else if (!t->first_scan && copy_of(t, path, fd, &offset))
+    f->ckpt->acked = offset;
   f->offset = offset;
   f->next = t->files;
   t->files = f;
@@ -260,6 +325,27 @@ static void look_at_closed(tail *t, tail_file *f, const char *path)
   open_source(t, f, fd);
 }
 
+static void on_scan_timer(uv_timer_t *h);
+
+/* A new file shorter than a whole fingerprint may be a copy still being
+ * written (copytruncate): it is taken at the next scan, when its first
+ * bytes tell. */
+static bool too_young(tail *t, const struct stat *sb)
+{
+  file_id *next;
+
+  if (t->first_scan || sb->st_size >= CHECKPOINT_FINGERPRINT_MAX) return false;
+  for (size_t i = 0; i < t->nyoung; i++)
+    if (t->young[i].dev == sb->st_dev && t->young[i].ino == sb->st_ino)
+      return false;
+  next = realloc(t->next_young, (t->nnext_young + 1) * sizeof *next);
+  if (!next) return false;
+  t->next_young = next;
+  next[t->nnext_young++] = (file_id){sb->st_dev, sb->st_ino};
+  uv_timer_start(&t->soon, on_scan_timer, YOUNG_FILE_WAIT_MS, 0);
+  return true;
+}
+
 static void found_path(tail *t, const char *path)
 {
   struct stat sb;
@@ -270,7 +356,7 @@ static void found_path(tail *t, const char *path)
     return;
   f = find_file(t, &sb);
   if (!f) {
-    add_file(t, path);
+    if (!too_young(t, &sb)) add_file(t, path);
   } else if (!f->found) {
     f->found = true;
     f->moved = false;
@@ -295,18 +381,20 @@ static void look_at_open(tail *t, tail_file *f, uint64_t now)
 
   if (in->stopping || in->finished || fstat(in->fd, &sb) != 0) return;
   if (sb.st_nlink == 0) mark_moved(f, now); /* deleted */
+  if ((uint64_t)sb.st_size < in->read_offset ||
+      !checkpoint_same_file(f->ckpt, in->fd, &sb)) {
+    log_msg("input '%s': %s was truncated; reading it again from the "
+            "start", t->pi->name, f->path);
+    f->truncated = true;
+    input_stop(in);
+    return;
+  }
+  /* A fingerprint shorter than the maximum grows with the file, so that
+   * copies and truncations are told apart. */
+  checkpoint_update(f->ckpt, in->fd, &sb, NULL);
   if ((uint64_t)sb.st_size != f->size) {
     f->changed_ms = now;
-    if ((uint64_t)sb.st_size < in->read_offset ||
-        !checkpoint_same_file(f->ckpt, in->fd, &sb)) {
-      log_msg("input '%s': %s was truncated; reading it again from the "
-              "start", t->pi->name, f->path);
-      f->truncated = true;
-      input_stop(in);
-      return;
-    }
     f->size = (uint64_t)sb.st_size;
-    checkpoint_update(f->ckpt, in->fd, &sb, NULL);
     input_read_more(in);
     return;
   }
@@ -325,6 +413,7 @@ static void scan(tail *t)
   uint64_t now = uv_now(t->loop);
 
   for (tail_file *f = t->files; f; f = f->next) f->found = false;
+  t->nnext_young = 0;
   for (char **p = t->cfg.paths; *p; p++) {
     glob_t g;
     if (glob(*p, GLOB_NOSORT, NULL, &g) != 0) continue;
@@ -343,6 +432,12 @@ static void scan(tail *t)
     if (f->src) look_at_open(t, f, now);
   }
   t->first_scan = false;
+  {
+    file_id *swap = t->young;
+    t->young = t->next_young;
+    t->nyoung = t->nnext_young;
+    t->next_young = swap;
+  }
 }
 
 static void on_scan_timer(uv_timer_t *h)
@@ -468,6 +563,7 @@ void tail_source_finished(tail *t, pl_source *src)
   } else if (f->truncated) {
     /* The records read before still hold the old source's tickets. */
     char *path = strdup(f->path);
+    note_truncated(t, f);
     free_file(t, f);
     if (path) add_file(t, path);
     free(path);
@@ -497,6 +593,8 @@ void tail_free(tail *t)
     free(f);
   }
   free(t->dirs);
+  free(t->young);
+  free(t->next_young);
   free_list(t->cfg.paths);
   free_list(t->cfg.exclude);
   free(t);
