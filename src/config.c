@@ -88,7 +88,7 @@ static const char *const file_input_keys[] = {"type", "decoder", "max_line",
 static const char *const tail_input_keys[] = {
   "type", "decoder", "max_line", "paths", "exclude", "read_from_head",
   "scan_interval_ms", "rotate_wait_ms", "idle_close_ms",
-  "last_line_timeout_ms", "max_open_files", "read_buffer", NULL
+  "last_line_timeout_ms", "max_open_files", "read_buffer", "path_field", NULL
 };
 static const char *const sandbox_keys[] = {
   "type", "filename", "module_path", "instruction_limit", "cpu_limit_ms",
@@ -598,6 +598,7 @@ static int read_tail(plugin_ctx *c, config_tail *t)
                      .max_open_files = 1024, .read_buffer = 128u << 10};
   if (read_string_list(c, "paths", true, &t->paths) != 0 ||
       read_string_list(c, "exclude", false, &t->exclude) != 0 ||
+      read_string(c, "path_field", false, &t->path_field) != 0 ||
       read_bool(c, "read_from_head", &t->read_from_head) != 0 ||
       read_count(c, "scan_interval_ms", hour, &t->scan_interval_ms) != 0 ||
       read_count(c, "rotate_wait_ms", hour, &t->rotate_wait_ms) != 0 ||
@@ -607,6 +608,12 @@ static int read_tail(plugin_ctx *c, config_tail *t)
       read_count(c, "max_open_files", 1u << 20, &t->max_open_files) != 0 ||
       read_count(c, "read_buffer", 64u << 20, &t->read_buffer) != 0)
     return -1;
+  if (!t->path_field && !(t->path_field = strdup("path")))
+    return key_fail(c, "path_field", "cannot be stored: out of memory");
+  if (!*t->path_field) { /* "": no field */
+    free(t->path_field);
+    t->path_field = NULL;
+  }
   if (t->scan_interval_ms < 10)
     return key_fail(c, "scan_interval_ms", "must be at least 10");
   if (t->max_open_files < 1)
@@ -1206,6 +1213,7 @@ void config_free(config *cfg)
     free(p->message_matcher);
     free_list(p->tail.paths);
     free_list(p->tail.exclude);
+    free(p->tail.path_field);
   }
   free(cfg->plugins);
   free(cfg->file);

@@ -49,6 +49,7 @@ typedef enum {
 typedef struct {
   char **paths;          /* glob patterns, NULL-terminated */
   char **exclude;        /* patterns of paths to leave alone; NULL-ended */
+  char *path_field;      /* field naming the file; NULL: none */
   bool read_from_head;
   uint64_t scan_interval_ms, rotate_wait_ms, idle_close_ms;
   uint64_t last_line_timeout_ms, max_open_files, read_buffer;

@@ -129,6 +129,10 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
   append_str(b, ",\"input\":");
   if (!o->input || !json_string(b, o->input, strlen(o->input)))
     append_str(b, "null");
+  if (o->file) {
+    append_str(b, ",\"file\":");
+    if (!json_string(b, o->file, strlen(o->file))) append_str(b, "null");
+  }
   append_str(b, o->is_offset ? ",\"offset\":" : ",\"record\":");
   snprintf(num, sizeof num, "%" PRIu64, o->position);
   append_str(b, num);

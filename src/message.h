@@ -70,6 +70,8 @@ typedef struct {
   const char *bytes;   /* the raw record, owned by the input */
   size_t len;
   struct checkpoint_ticket *ack; /* what its outputs acknowledge, or NULL */
+  const char *file;    /* the file read, for an input that reads many
+                          (tail_input); NULL otherwise */
 } msg_origin;
 
 typedef struct {

@@ -477,7 +477,8 @@ void output_adopt(output_sink *o, output_sink *from)
     /* One by one: each fails as output_commit says. */
     for (size_t i = from->rec_head; i < from->nrecs; i++) {
       const output_record *r = &from->recs[i];
-      msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack};
+      msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack,
+                           NULL};
       buf_append(output_buf(o), from->pending.data + start, r->end - start);
       output_commit(o, &origin, r->dead_letter);
       start = r->end;

@@ -141,6 +141,7 @@ static void on_chunk_done(void *ud, input *in)
   }
   job->input = &src->owner->ri;
   job->source = src;
+  job->file = src->file ? src->in.path : NULL;
   job->is_offset = in->is_offset;
   job->ticket = src->ticket;
   job->done_offset = in->done_offset;
@@ -316,7 +317,8 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
 {
   pipeline *pl = ud;
   pl_output *o = output_of(pl, s);
-  msg_origin from = {r->input, r->position, r->is_offset, bytes, len, r->ack};
+  msg_origin from = {r->input, r->position, r->is_offset, bytes, len, r->ack,
+                     NULL};
 
   pl->status = 1;
   if (r->dead_letter || !o) {

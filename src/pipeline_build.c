@@ -233,7 +233,8 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
   pi->cfg = p;
   pi->name = keep(pl, p->name);
   pi->ri = (router_input){.name = pi->name, .max_line = p->max_line,
-                          .decoder_name = keep(pl, p->decoder)};
+                          .decoder_name = keep(pl, p->decoder),
+                          .path_field = keep(pl, p->tail.path_field)};
   if (!pi->name || (p->decoder && !pi->ri.decoder_name)) {
     snprintf(err, errlen, "out of memory");
     return -1;

@@ -2,6 +2,7 @@
 #include "router.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static int64_t now_ns(void)
@@ -60,6 +61,18 @@ static void route(router *r, const msg *m)
   if (!matched) r->counts->unrouted++;
 }
 
+/* Names the file the message was read from, in ri->path_field. */
+static void add_path(const router_input *ri, msg *m)
+{
+  const char *file = m->origin.file;
+  msg_field *f;
+  msg_span s;
+
+  if (!ri->path_field || !file || !msg_store(m, file, strlen(file), &s)) return;
+  f = msg_add_field(m, ri->path_field, strlen(ri->path_field), MSG_STRING, 1);
+  if (f) msg_field_values(m, f)[0].s = s;
+}
+
 void router_record(router *r, router_input *ri, const msg_origin *o,
                    unsigned piece)
 {
@@ -81,6 +94,7 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
     msg_store(&r->plain, o->bytes, o->len, &r->plain.payload);
     r->plain.timestamp = now_ns();
     r->plain.origin = *o;
+    add_path(ri, &r->plain);
     route(r, &r->plain);
     return;
   }
@@ -91,7 +105,10 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
     dead_letter_write(r->dl, "decoder", ri->decoder_name, res.reason, o);
     return;
   }
-  for (uint32_t i = 0; i < r->batch.len; i++) route(r, &r->batch.msgs[i]);
+  for (uint32_t i = 0; i < r->batch.len; i++) {
+    add_path(ri, &r->batch.msgs[i]);
+    route(r, &r->batch.msgs[i]);
+  }
   msg_batch_trim(&r->batch, 64);
 }
 

@@ -34,6 +34,7 @@ typedef struct {
   size_t max_line;
   sandbox *decoder;          /* owned; NULL: each record is a payload */
   const char *decoder_name;
+  const char *path_field;    /* field taking the file read; NULL: none */
 } router_input;
 
 typedef struct {

@@ -34,6 +34,7 @@ void work_job_reset(work_job *job)
   job->next = NULL;
   job->input = NULL;
   job->source = NULL;
+  job->file = NULL;
   buf_clear(&job->bytes);
   job->nrecs = 0;
   job->ticket = NULL;
@@ -71,7 +72,8 @@ static void run_job(worker *w, work_job *job)
   for (size_t i = 0; i < job->nrecs; i++) {
     const work_record *r = &job->recs[i];
     msg_origin o = {job->input->name, r->position, job->is_offset,
-                    job->bytes.data + r->off, r->len, job->ticket};
+                    job->bytes.data + r->off, r->len, job->ticket,
+                    job->file};
     router_record(&w->router, job->input, &o, r->piece);
   }
   job->dead_letters = w->dl.count - dead_letters;

@@ -40,6 +40,7 @@ typedef struct work_job {
   struct work_job *next;
   router_input *input;      /* owned by the worker this job goes to */
   void *source;             /* the loop thread's: what was read */
+  const char *file;         /* the file read (tail_input), or NULL */
   bool is_offset;
   buf bytes;
   work_record *recs;

@@ -97,6 +97,34 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     assert.matches("config.lua:1: input 'stdin' %(stdin_input%): key 'max_line' must be a number, not a string", r.stderr)
   end)
 
+  it("names what is wrong in a tail_input", function()
+    local function tail_error(keys)
+      return check("app = { type = \"tail_input\", " .. keys .. " }\n"
+        .. "out = { type = \"stdout_output\", message_matcher = \"TRUE\" }\n").stderr
+    end
+    assert.matches("config.lua:1: input 'app' %(tail_input%): key 'paths' is required", tail_error(""))
+    assert.matches("key 'paths' item 2 must be a string, not a number", tail_error("paths = { 'a', 2 }"))
+    assert.matches("key 'paths' must name at least one pattern", tail_error("paths = {}"))
+    assert.matches("key 'scan_interval_ms' must be at least 10", tail_error("paths = 'x', scan_interval_ms = 1"))
+    assert.matches("key 'rotate_wiat_ms' is unknown %(did you mean 'rotate_wait_ms'%?%)",
+                   tail_error("paths = 'x', rotate_wiat_ms = 1"))
+    -- Patterns that match nothing yet are fine: files may come later.
+    local r = check("app = { type = \"tail_input\", paths = { \"nowhere/*.log\" } }\n"
+      .. "out = { type = \"stdout_output\", message_matcher = \"TRUE\" }\n")
+    assert.are.equal(0, r.status)
+  end)
+
+  it("keeps a tail_input from reading what lumberjit writes", function()
+    local dir = make_dir([[
+lumberjit = { dead_letter_path = "dead.log" }
+app = { type = "tail_input", paths = { "*.log" }, read_from_head = true, scan_interval_ms = 50 }
+out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
+]], {["in.log"] = "one line\n", ["out.log"] = ""})
+    os.execute("cd " .. run.quote(dir) .. " && timeout -s TERM 1 " .. run.quote(run.bin) .. " -c config.lua 2> stderr")
+    assert.are.equal("one line\n", run.read(dir .. "/out.log"))
+    run.cleanup(dir)
+  end)
+
   it("names a missing plugin file", function()
     local r = check([[
 stdin = { type = "stdin_input", decoder = "d" }

@@ -74,3 +74,30 @@ describe("examples/sandbox-limits.lua", function()
     run.cleanup(r.dir)
   end)
 end)
+
+describe("examples/tail-to-file.lua", function()
+  it("tails the logs as JSON lines and resumes where it stopped", function()
+    local dir = run.tmpdir()
+    local example = run.quote(run.root .. "/examples/tail-to-file.lua")
+    -- As README.md says: run where logs/ and state/ are; stopped by SIGTERM.
+    local function run_for(seconds)
+      return os.execute(string.format("cd %s && timeout -s TERM %s %s -c %s 2>> stderr",
+        run.quote(dir), seconds, run.quote(run.bin), example))
+    end
+    os.execute("cd " .. run.quote(dir) .. " && mkdir -p logs state && printf 'one\\ntwo\\n' > logs/a.log"
+      .. " && printf 'three\\n' > logs/b.log && printf 'zipped\\n' > logs/c.log.gz")
+    run_for(1)
+    os.execute("cd " .. run.quote(dir) .. " && printf 'four\\n' >> logs/a.log")
+    run_for(1)
+    local got = {}
+    for _, line in ipairs(run.lines(run.read(dir .. "/tailed.json"))) do
+      local doc = cjson.decode(line)
+      assert.are.equal("app", doc.type)
+      got[#got + 1] = doc.path .. " " .. doc.message
+    end
+    table.sort(got)
+    assert.are.same({ "logs/a.log four", "logs/a.log one", "logs/a.log two", "logs/b.log three" }, got)
+    assert.matches("resuming logs/a.log at offset 8", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+end)
