@@ -465,12 +465,13 @@ static void on_file_event(uv_fs_event_t *h, const char *name, int events,
   }
 }
 
+/* A file came, went or was renamed (UV_RENAME); writes to the files there
+ * (UV_CHANGE) are their own watches' business. */
 static void on_dir_event(uv_fs_event_t *h, const char *name, int events,
                          int status)
 {
   (void)name;
-  (void)events;
-  if (status == 0) schedule_scan(h->data);
+  if (status == 0 && (events & UV_RENAME)) schedule_scan(h->data);
 }
 
 static void pattern_dir(const char *pattern, char *dir, size_t len)
