@@ -14,7 +14,7 @@
 /* A file the state file names, until a source claims it. */
 struct saved_file {
   struct saved_file *next;
-  char *path;
+  char *input, *path;
   unsigned long long device, inode, fingerprint, offset;
   unsigned fingerprint_len;
 };
@@ -50,27 +50,27 @@ static void free_saved(struct saved_file *f)
 {
   while (f) {
     struct saved_file *next = f->next;
+    free(f->input);
     free(f->path);
     free(f);
     f = next;
   }
 }
 
-/* One block: "file PATH" (version 2) or "path PATH" (version 1), then the
- * identity and offset. */
+/* One block: the input, the file's path, identity and offset. */
 static struct saved_file *read_block(FILE *in)
 {
   struct saved_file *f = calloc(1, sizeof *f);
-  char key[8], path[4096];
+  char input[256], path[4096];
 
   if (!f) return NULL;
-  if (fscanf(in, " %7s %4095[^\n]\ndevice %llu\ninode %llu\n"
-             "fingerprint %u %llx\noffset %llu", key, path, &f->device,
+  if (fscanf(in, " input %255s\nfile %4095[^\n]\ndevice %llu\ninode %llu\n"
+             "fingerprint %u %llx\noffset %llu", input, path, &f->device,
              &f->inode, &f->fingerprint_len, &f->fingerprint,
              &f->offset) != 7 ||
-      (strcmp(key, "file") != 0 && strcmp(key, "path") != 0) ||
       f->fingerprint_len > CHECKPOINT_FINGERPRINT_MAX ||
-      !(f->path = strdup(path))) {
+      !(f->input = strdup(input)) || !(f->path = strdup(path))) {
+    free(f->input);
     free(f);
     return NULL;
   }
@@ -93,8 +93,7 @@ static void read_state(checkpoint_store *st)
   int version = 0;
 
   if (!in) return;
-  if (fscanf(in, "lumberjit checkpoint %d", &version) != 1 ||
-      (version != 1 && version != 2)) {
+  if (fscanf(in, "lumberjit checkpoint %d", &version) != 1 || version != 2) {
     log_msg("checkpoint %s: not a lumberjit checkpoint file; ignoring it",
             st->state_file);
     fclose(in);
@@ -116,7 +115,7 @@ static void read_state(checkpoint_store *st)
 }
 
 int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
-                          const char *name, char *err, size_t errlen)
+                          char *err, size_t errlen)
 {
   struct stat sb;
   size_t n;
@@ -129,7 +128,7 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
              errno ? strerror(errno) : "not a directory");
     return -1;
   }
-  n = strlen(state_dir) + strlen(name) + sizeof "/.checkpoint";
+  n = strlen(state_dir) + sizeof "/checkpoints";
   st->state_file = malloc(n);
   st->state_dir = strdup(state_dir);
   if (!st->state_file || !st->state_dir) {
@@ -137,7 +136,7 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
     checkpoint_store_close(st);
     return -1;
   }
-  snprintf(st->state_file, n, "%s/%s.checkpoint", state_dir, name);
+  snprintf(st->state_file, n, "%s/checkpoints", state_dir);
   read_state(st);
   return 0;
 }
@@ -159,13 +158,14 @@ bool checkpoint_head_is(int fd, uint32_t len, uint64_t fp)
 }
 
 /* The saved block of this very file, taken out of the list; NULL if none. */
-static struct saved_file *claim_saved(checkpoint_store *st, int fd,
-                                      const struct stat *sb)
+static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
+                                      int fd, const struct stat *sb)
 {
   for (struct saved_file **p = &st->saved; *p; p = &(*p)->next) {
     struct saved_file *f = *p;
     uint64_t fp;
-    if (f->device != (unsigned long long)sb->st_dev ||
+    if (strcmp(f->input, input) != 0 ||
+        f->device != (unsigned long long)sb->st_dev ||
         f->inode != (unsigned long long)sb->st_ino)
       continue;
     *p = f->next;
@@ -180,9 +180,10 @@ static struct saved_file *claim_saved(checkpoint_store *st, int fd,
   return NULL;
 }
 
-checkpoint_source *checkpoint_track(checkpoint_store *st, const char *path,
-                                    int fd, const struct stat *sb,
-                                    uint64_t *offset, bool *known)
+checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
+                                    const char *path, int fd,
+                                    const struct stat *sb, uint64_t *offset,
+                                    bool *known)
 {
   checkpoint_source *s = calloc(1, sizeof *s);
   struct saved_file *f;
@@ -194,9 +195,10 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *path,
     return NULL;
   }
   s->store = st;
+  s->input = input;
   s->device = sb->st_dev;
   s->inode = sb->st_ino;
-  f = claim_saved(st, fd, sb);
+  f = claim_saved(st, input, fd, sb);
   if (f) {
     s->fingerprint_len = f->fingerprint_len;
     s->fingerprint = f->fingerprint;
@@ -324,12 +326,13 @@ static int sync_dir(const char *dir)
   return rc;
 }
 
-static void write_block(FILE *out, const char *path, unsigned long long dev,
-                        unsigned long long ino, unsigned fp_len, uint64_t fp,
-                        uint64_t offset)
+static void write_block(FILE *out, const char *input, const char *path,
+                        unsigned long long dev, unsigned long long ino,
+                        unsigned fp_len, uint64_t fp, uint64_t offset)
 {
-  fprintf(out, "file %s\ndevice %llu\ninode %llu\nfingerprint %u %016" PRIx64
-          "\noffset %" PRIu64 "\n", path, dev, ino, fp_len, fp, offset);
+  fprintf(out, "input %s\nfile %s\ndevice %llu\ninode %llu\nfingerprint %u "
+          "%016" PRIx64 "\noffset %" PRIu64 "\n", input, path, dev, ino, fp_len,
+          fp, offset);
 }
 
 int checkpoint_save(checkpoint_store *st)
@@ -344,11 +347,11 @@ int checkpoint_save(checkpoint_store *st)
   if (!f) goto fail;
   fprintf(f, "lumberjit checkpoint 2\n");
   for (const checkpoint_source *s = st->sources; s; s = s->next)
-    write_block(f, s->path, (unsigned long long)s->device,
+    write_block(f, s->input, s->path, (unsigned long long)s->device,
                 (unsigned long long)s->inode, s->fingerprint_len,
                 s->fingerprint, s->acked);
   for (const struct saved_file *s = st->saved; s; s = s->next)
-    write_block(f, s->path, s->device, s->inode, s->fingerprint_len,
+    write_block(f, s->input, s->path, s->device, s->inode, s->fingerprint_len,
                 s->fingerprint, s->offset);
   ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
   if (fclose(f) != 0 || !ok || rename(tmp, st->state_file) != 0 ||

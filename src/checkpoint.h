@@ -2,12 +2,12 @@
  * checkpoint.h - how far each file an input reads has been acknowledged,
  * kept in the state directory so a restart resumes there.
  *
- * A source is one file, known by its identity: device, inode and a
- * fingerprint (a hash of its first bytes, up to 1 KiB), so that a rotated
- * file is still itself under its new name, and a new file that got an old
- * one's inode is not. A store is the state file of one input and holds the
- * sources of every file that input reads (one for file_input, any number
- * for tail_input).
+ * A source is one file one input reads, known by its identity: device,
+ * inode and a fingerprint (a hash of its first bytes, up to 1 KiB), so that
+ * a rotated file is still itself under its new name, and a new file that
+ * got an old one's inode is not. The store is the state file, one for the
+ * whole pipeline, so a checkpoint costs one fsync however many inputs and
+ * files there are.
  *
  * Acknowledgement travels back by tickets. A source hands out one ticket
  * per read (one chunk of lines); every record of the chunk that an output
@@ -18,9 +18,11 @@
  * tickets wait for older ones, so the offset only ever covers records that
  * are all done. Nothing per record is allocated: a ticket is per chunk.
  *
- * The state file (STATE_DIR/NAME.checkpoint) is text, one block per file:
+ * The state file (STATE_DIR/checkpoints) is text, one block per input and
+ * file:
  *
  *   lumberjit checkpoint 2
+ *   input app
  *   file /var/log/app.log
  *   device 2049
  *   inode 1835009
@@ -31,8 +33,7 @@
  * the directory fsynced), at most every checkpoint_interval_ms and at exit.
  * A resume needs the same device, inode and fingerprint and a file at
  * least as long as the offset; otherwise (rotated away, replaced,
- * truncated) the file is new to the input. Version 1 files (one file, its
- * path on a `path` line) are still read.
+ * truncated) the file is new to the input.
  *
  * What a crash can duplicate: the records acknowledged since the last write
  * of the state file (checkpoint_interval_ms of them) and those still in
@@ -62,6 +63,7 @@ typedef struct checkpoint_ticket {
 struct checkpoint_source {
   checkpoint_store *store;
   checkpoint_source *next;  /* in its store */
+  const char *input;     /* the input's name (the caller keeps it) */
   char *path;            /* where the file was last seen */
   dev_t device;
   ino_t inode;
@@ -82,17 +84,19 @@ struct checkpoint_store {
   bool dirty;            /* changed since the state file was written */
 };
 
-/* Reads STATE_DIR/NAME.checkpoint, if any; state_dir NULL makes a store
- * that tracks acknowledgements but saves nothing. -1 with a message when
- * the state directory cannot be used. */
+/* Reads STATE_DIR/checkpoints, if any; state_dir NULL makes a store that
+ * tracks acknowledgements but saves nothing. -1 with a message when the
+ * state directory cannot be used. */
 int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
-                          const char *name, char *err, size_t errlen);
-/* Starts tracking the regular file open on fd (found at path): *offset is
- * its acknowledged offset from the state file if it is the very file it
- * was taken of, else 0 with *known false. NULL when out of memory. */
-checkpoint_source *checkpoint_track(checkpoint_store *st, const char *path,
-                                    int fd, const struct stat *sb,
-                                    uint64_t *offset, bool *known);
+                          char *err, size_t errlen);
+/* Starts tracking, for `input`, the regular file open on fd (found at
+ * path): *offset is its acknowledged offset from the state file if it is
+ * the very file it was taken of, else 0 with *known false. NULL when out
+ * of memory. */
+checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
+                                    const char *path, int fd,
+                                    const struct stat *sb, uint64_t *offset,
+                                    bool *known);
 /* Whether fd is the file s tracks: same device, inode and first bytes. */
 bool checkpoint_same_file(const checkpoint_source *s, int fd,
                           const struct stat *sb);

@@ -110,6 +110,33 @@ static void finish(input *in, const char *error)
   in->handler.finished(in->handler.ud, in, error);
 }
 
+/* ---- followed files: read on the loop thread ----
+ *
+ * What a writer just wrote is in the page cache: reading it here costs less
+ * than a thread-pool round trip per change. Reading never runs ahead of the
+ * pipeline: chunk_done pauses the input once its worker has enough. The
+ * only call that may finish the input (and so free it) is the last. */
+
+static void read_now(input *in)
+{
+  while (!in->paused && !in->stopping && !in->at_end) {
+    ssize_t n = pread(in->fd, in->readbuf, in->readbuf_size,
+                      (off_t)in->read_offset);
+    if (n > 0) {
+      in->busy = true;
+      split_lines(in, in->readbuf, (size_t)n);
+      in->busy = false;
+    } else if (n == 0) {
+      in->at_end = true;
+      if (in->handler.at_end) in->handler.at_end(in->handler.ud, in);
+    } else if (errno != EINTR) {
+      finish(in, strerror(errno));
+      return;
+    }
+  }
+  if (in->stopping) finish(in, NULL);
+}
+
 /* ---- regular files and devices: uv_fs_read on the thread pool ---- */
 
 static void on_file_read(uv_fs_t *req);
@@ -119,8 +146,13 @@ static void read_chunk(input *in)
   uv_buf_t b = uv_buf_init(in->readbuf, (unsigned)in->readbuf_size);
   /* A device has no offsets: read at its current position. */
   int64_t at = in->kind == INPUT_SEEKABLE ? (int64_t)in->read_offset : -1;
-  int rc = uv_fs_read(in->loop, &in->req, in->fd, &b, 1, at, on_file_read);
+  int rc;
 
+  if (in->follow) {
+    read_now(in);
+    return;
+  }
+  rc = uv_fs_read(in->loop, &in->req, in->fd, &b, 1, at, on_file_read);
   if (rc < 0) finish(in, uv_strerror(rc));
   else in->reading = true;
 }
@@ -144,9 +176,6 @@ static void on_file_read(uv_fs_t *req)
     in->busy = true;
     split_lines(in, in->readbuf, (size_t)n);
     after_read(in);
-  } else if (n == 0 && in->follow && !in->stopping) {
-    in->at_end = true; /* until input_read_more */
-    if (in->handler.at_end) in->handler.at_end(in->handler.ud, in);
   } else {
     finish(in, n < 0 && n != UV_ECANCELED ? uv_strerror((int)n) : NULL);
   }
@@ -237,7 +266,8 @@ int input_start(input *in, uv_loop_t *loop, char *err, size_t errlen)
     return 0;
   }
   if (in->path) fcntl(in->fd, F_SETFL, fcntl(in->fd, F_GETFL) & ~O_NONBLOCK);
-  read_chunk(in);
+  if (in->follow) in->at_end = true; /* input_read_more reads */
+  else read_chunk(in);
   return 0;
 }
 

@@ -27,8 +27,11 @@
  * a followed file's checkpoint then stays before it, so a restart reads
  * the line whole once its writer ends it).
  *
- * Following (tail.h): a regular file read up to its end waits there
- * (at_end) until input_read_more, instead of finishing.
+ * Following (tail.h): a regular file is read on the loop thread (pread:
+ * what was just written is in the page cache), from where input_read_more
+ * is first called up to its end, and waits there (at_end) until the next
+ * input_read_more, instead of finishing. input_read_more and input_resume
+ * may then finish the input, which frees it: callers touch it no more.
  */
 #ifndef LUMBERJIT_INPUT_H
 #define LUMBERJIT_INPUT_H
@@ -100,7 +103,7 @@ void input_stop(input *in);
 void input_pause(input *in);
 void input_resume(input *in);
 /* Following a file: reads on from where it waits at the end (the file
- * grew, or may have). */
+ * grew, or may have); the first call starts the reading. */
 void input_read_more(input *in);
 /* Following a file that waits at its end: hands on an unterminated last
  * line as a record (its writer took too long to end it). */

@@ -70,7 +70,7 @@ static void on_record(void *ud, input *in, const char *bytes, size_t len,
   pipeline *pl = ud;
   pl_source *src = (pl_source *)in;
 
-  if (src->ckpt && src->owner->store.state_file && !src->ticket)
+  if (src->ckpt && pl->store.state_file && !src->ticket)
     src->ticket = checkpoint_ticket_new(src->ckpt);
   if (!src->job && !(src->job = take_job(pl))) {
     record_lost(pl, in, position);
@@ -120,9 +120,12 @@ static void apply_backpressure(pipeline *pl)
   } else {
     pl->paused_ns += uv_hrtime() - pl->paused_since;
   }
+  /* Resuming may finish a followed file's source, and so free it. */
   for (size_t i = 0; i < pl->ninputs; i++)
-    for (pl_source *src = pl->inputs[i].sources; src; src = src->next)
+    for (pl_source *src = pl->inputs[i].sources, *next; src; src = next) {
+      next = src->next;
       hold_or_go(pl, src);
+    }
 }
 
 /* The read is cut into records: its job goes to the input's worker, with
@@ -222,7 +225,7 @@ void pipeline_jobs_back(uv_async_t *a)
 
 static void save_checkpoints(pipeline *pl)
 {
-  for (size_t i = 0; i < pl->ninputs; i++) checkpoint_save(&pl->inputs[i].store);
+  checkpoint_save(&pl->store);
 }
 
 static void on_checkpoint_timer(uv_timer_t *t)

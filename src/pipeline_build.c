@@ -210,14 +210,15 @@ static int resume_file(pl_input *pi, pl_source *src, const config *cfg,
     return -1;
   }
   src->in.fd = fd;
-  src->ckpt = checkpoint_track(&pi->store, p->path, fd, &sb, &offset, &known);
+  src->ckpt = checkpoint_track(&pi->pl->store, pi->name, p->path, fd, &sb,
+                               &offset, &known);
   if (!src->ckpt) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   if (offset > 0)
     log_msg("input '%s': resuming %s at offset %" PRIu64 " (%s)", p->name,
-            p->path, offset, pi->store.state_file);
+            p->path, offset, pi->pl->store.state_file);
   src->in.read_offset = src->in.done_offset = offset;
   return 0;
 }
@@ -227,7 +228,6 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
 {
   const config *cfg = pl->cfg;
   pl_source *src;
-  char why[512];
 
   pi->pl = pl;
   pi->cfg = p;
@@ -237,13 +237,6 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
                           .path_field = keep(pl, p->tail.path_field)};
   if (!pi->name || (p->decoder && !pi->ri.decoder_name)) {
     snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  if (checkpoint_store_open(&pi->store, p->type == INPUT_STDIN ? NULL
-                                                               : cfg->state_dir,
-                            p->name, why, sizeof why) != 0) {
-    snprintf(err, errlen, "%s:%d: input '%s': %s", cfg->file, p->line,
-             p->name, why);
     return -1;
   }
   if (p->type == INPUT_TAIL) {
@@ -266,6 +259,12 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
 static int build_inputs(pipeline *pl, char *err, size_t errlen)
 {
   const config *cfg = pl->cfg;
+  char why[512];
+
+  if (checkpoint_store_open(&pl->store, cfg->state_dir, why, sizeof why) != 0) {
+    snprintf(err, errlen, "%s: %s", cfg->file, why);
+    return -1;
+  }
 
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
@@ -403,6 +402,7 @@ static void close_handles(pipeline *pl)
   pl->handles_closed = true;
   pipeline_each_sink(pl, output_close_handles);
   for (size_t i = 0; i < pl->ninputs; i++) tail_close_handles(pl->inputs[i].tail);
+  tail_close_dirs(&pl->tail_dirs);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_close((uv_handle_t *)&pl->notify, NULL);
@@ -442,8 +442,7 @@ int pipeline_destroy(pipeline *pl)
   }
   if (dead_letter_close(&pl->dl) != 0) rc = -1;
   /* After the sinks: their records no longer hold tickets. */
-  for (size_t i = 0; i < pl->ninputs; i++)
-    checkpoint_store_close(&pl->inputs[i].store);
+  checkpoint_store_close(&pl->store);
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);

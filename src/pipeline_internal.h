@@ -59,7 +59,6 @@ struct pl_input {
   router_input ri;           /* used by its worker only */
   worker *w;
   pl_source *sources;        /* reading now */
-  checkpoint_store store;    /* its files' acknowledged offsets */
   struct tail *tail;         /* tail_input's files; NULL for the others */
   bool done;                 /* read all it will; jobs came back */
   uint64_t records, overlong, dead; /* counted by the jobs that came back */
@@ -81,6 +80,8 @@ struct pipeline {
   pl_output *outputs;
   size_t noutputs;
   dead_letter dl;
+  checkpoint_store store;    /* the files' acknowledged offsets */
+  struct tail_dir *tail_dirs; /* directories tail_inputs watch */
   worker *workers;
   size_t nworkers;
   uv_async_t notify;         /* workers: jobs came back */

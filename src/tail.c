@@ -30,6 +30,9 @@ typedef struct tail_file {
   bool moved;              /* no pattern leads to it any more */
   uint64_t moved_ms;       /* loop time that was first seen */
   bool truncated;          /* read it again from 0 once finished */
+  int young_fd;            /* a new file too short to tell whether it is a
+                              copy: open, waiting until young_until_ms */
+  uint64_t young_until_ms;
 } tail_file;
 
 /* A file read up to `offset` that was then truncated (copytruncate): a new
@@ -38,11 +41,6 @@ typedef struct {
   uint32_t len;
   uint64_t fingerprint, offset, until_ms;
 } truncated_file;
-
-typedef struct {
-  dev_t dev;
-  ino_t ino;
-} file_id;
 
 /* Fewer first bytes are no proof that one file is a copy of another. */
 #define COPY_MIN_FINGERPRINT 64
@@ -55,14 +53,10 @@ struct tail {
   uv_loop_t *loop;
   config_tail cfg;         /* paths and exclude are copies */
   uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */
-  uv_fs_event_t *dirs;     /* watches on the patterns' directories */
-  size_t ndirs;
   tail_file *files;
   size_t open_files;
   truncated_file truncated[TRUNCATED_KEPT]; /* a ring, for rotate_wait_ms */
   size_t ntruncated;
-  file_id *young, *next_young; /* new files too short for a fingerprint */
-  size_t nyoung, nnext_young;
   bool handles, first_scan, stopping, warned_full;
 };
 
@@ -174,6 +168,7 @@ static void open_source(tail *t, tail_file *f, int fd)
   f->changed_ms = uv_now(t->loop);
   t->open_files++;
   watch_file(f);
+  input_read_more(&src->in); /* last: it may finish the source */
 }
 
 /* Opens path as the file f is (or, with f->ckpt NULL, becomes); -1 when it
@@ -194,12 +189,14 @@ static int open_file(const char *path, struct stat *sb)
  * moment ago (logrotate's copytruncate copies, then truncates): if so, the
  * copy is read from where the original was read up to, and the lines
  * written between the read and the truncation are not lost. */
-static bool copy_of(tail *t, const char *path, int fd, uint64_t *offset)
+static bool copy_of(tail *t, const tail_file *copy, int fd, uint64_t *offset)
 {
   uint64_t now = uv_now(t->loop);
+  const char *path = copy->path;
 
   for (tail_file *f = t->files; f; f = f->next) {
     uint64_t at = f->src ? f->src->in.done_offset : f->offset;
+    if (f == copy) continue;
     /* The copy may still be being written: its reading waits at its end. */
     if (f->ckpt->fingerprint_len >= COPY_MIN_FINGERPRINT &&
         checkpoint_head_is(fd, f->ckpt->fingerprint_len, f->ckpt->fingerprint)) {
@@ -230,9 +227,25 @@ static void note_truncated(tail *t, const tail_file *f)
     uv_now(t->loop) + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms};
 }
 
+static void on_scan_timer(uv_timer_t *h);
+
+/* A new file is read from its head, or, if it is a copy, from where its
+ * original was read to. */
+static void settle(tail *t, tail_file *f, int fd)
+{
+  uint64_t offset = 0;
+
+  f->young_fd = -1;
+  if (copy_of(t, f, fd, &offset)) f->ckpt->acked = offset;
+  f->offset = offset;
+  open_source(t, f, fd);
+}
+
 /* A file found for the first time: from its checkpoint, its end (the first
- * scan, unless read_from_head), where its original was read to (a copy),
- * or its head (it is new). */
+ * scan, unless read_from_head), or as a new file (settle). A new file
+ * shorter than a whole fingerprint may be a copy still being written
+ * (copytruncate): it is held open, so nothing it gets is lost even if it
+ * is renamed away, and settled at a later look, when its first bytes tell. */
 static void add_file(tail *t, const char *path)
 {
   tail_file *f = calloc(1, sizeof *f);
@@ -242,8 +255,8 @@ static void add_file(tail *t, const char *path)
   int fd = -1;
 
   if (!f || !(f->path = strdup(path)) || (fd = open_file(path, &sb)) < 0 ||
-      !(f->ckpt = checkpoint_track(&t->pi->store, path, fd, &sb, &offset,
-                                   &known))) {
+      !(f->ckpt = checkpoint_track(&t->pi->pl->store, t->pi->name, path, fd,
+                                   &sb, &offset, &known))) {
     if (fd >= 0) close(fd);
     if (f) free(f->path);
     free(f);
@@ -251,17 +264,26 @@ static void add_file(tail *t, const char *path)
   }
   f->t = t;
   f->found = true;
+  f->young_fd = -1;
   f->size = (uint64_t)sb.st_size;
+  f->next = t->files;
+  t->files = f;
+  if (!known && !t->first_scan) {
+    if (sb.st_size >= CHECKPOINT_FINGERPRINT_MAX) {
+      settle(t, f, fd);
+      return;
+    }
+    f->young_fd = fd;
+    f->young_until_ms = uv_now(t->loop) + YOUNG_FILE_WAIT_MS;
+    uv_timer_start(&t->soon, on_scan_timer, YOUNG_FILE_WAIT_MS, 0);
+    return;
+  }
   if (known)
     log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name, path,
             offset);
-  else if (t->first_scan && !t->cfg.read_from_head)
+  else if (!t->cfg.read_from_head)
     offset = f->ckpt->acked = f->size;
-  else if (!t->first_scan && copy_of(t, path, fd, &offset))
-    f->ckpt->acked = offset;
   f->offset = offset;
-  f->next = t->files;
-  t->files = f;
   open_source(t, f, fd);
 }
 
@@ -273,7 +295,8 @@ static void free_file(tail *t, tail_file *f)
       break;
     }
   unwatch_file(f);
-  checkpoint_retire(&t->pi->store, f->ckpt);
+  if (f->young_fd >= 0) close(f->young_fd);
+  checkpoint_retire(&t->pi->pl->store, f->ckpt);
   free(f->path);
   free(f);
 }
@@ -325,27 +348,6 @@ static void look_at_closed(tail *t, tail_file *f, const char *path)
   open_source(t, f, fd);
 }
 
-static void on_scan_timer(uv_timer_t *h);
-
-/* A new file shorter than a whole fingerprint may be a copy still being
- * written (copytruncate): it is taken at the next scan, when its first
- * bytes tell. */
-static bool too_young(tail *t, const struct stat *sb)
-{
-  file_id *next;
-
-  if (t->first_scan || sb->st_size >= CHECKPOINT_FINGERPRINT_MAX) return false;
-  for (size_t i = 0; i < t->nyoung; i++)
-    if (t->young[i].dev == sb->st_dev && t->young[i].ino == sb->st_ino)
-      return false;
-  next = realloc(t->next_young, (t->nnext_young + 1) * sizeof *next);
-  if (!next) return false;
-  t->next_young = next;
-  next[t->nnext_young++] = (file_id){sb->st_dev, sb->st_ino};
-  uv_timer_start(&t->soon, on_scan_timer, YOUNG_FILE_WAIT_MS, 0);
-  return true;
-}
-
 static void found_path(tail *t, const char *path)
 {
   struct stat sb;
@@ -356,12 +358,12 @@ static void found_path(tail *t, const char *path)
     return;
   f = find_file(t, &sb);
   if (!f) {
-    if (!too_young(t, &sb)) add_file(t, path);
+    add_file(t, path);
   } else if (!f->found) {
     f->found = true;
     f->moved = false;
     if (f->src) checkpoint_update(f->ckpt, f->src->in.fd, &sb, path);
-    else if (!f->truncated) look_at_closed(t, f, path);
+    else if (f->young_fd < 0 && !f->truncated) look_at_closed(t, f, path);
   }
 }
 
@@ -413,7 +415,6 @@ static void scan(tail *t)
   uint64_t now = uv_now(t->loop);
 
   for (tail_file *f = t->files; f; f = f->next) f->found = false;
-  t->nnext_young = 0;
   for (char **p = t->cfg.paths; *p; p++) {
     glob_t g;
     if (glob(*p, GLOB_NOSORT, NULL, &g) != 0) continue;
@@ -422,7 +423,17 @@ static void scan(tail *t)
     globfree(&g);
   }
   for (tail_file *f = t->files, *next; f; f = next) {
+    struct stat sb;
     next = f->next;
+    if (f->young_fd >= 0 &&
+        (!f->found || now >= f->young_until_ms ||
+         (fstat(f->young_fd, &sb) == 0 &&
+          sb.st_size >= CHECKPOINT_FINGERPRINT_MAX)))
+      settle(t, f, f->young_fd);
+  }
+  for (tail_file *f = t->files, *next; f; f = next) {
+    next = f->next;
+    if (f->young_fd >= 0) continue;
     if (!f->found && !f->src && !f->truncated) free_file(t, f);
     else if (!f->found) mark_moved(f, now);
   }
@@ -432,12 +443,6 @@ static void scan(tail *t)
     if (f->src) look_at_open(t, f, now);
   }
   t->first_scan = false;
-  {
-    file_id *swap = t->young;
-    t->young = t->next_young;
-    t->nyoung = t->nnext_young;
-    t->next_young = swap;
-  }
 }
 
 static void on_scan_timer(uv_timer_t *h)
@@ -465,13 +470,27 @@ static void on_file_event(uv_fs_event_t *h, const char *name, int events,
   }
 }
 
+/* A watched directory, shared by every tail_input whose patterns name it:
+ * inotify reports each write to a file there too, and one handle per
+ * input would pass each of them to every input. */
+struct tail_dir {
+  struct tail_dir *next;
+  char *path;
+  uv_fs_event_t handle;
+  tail **tails;
+  size_t ntails;
+};
+
 /* A file came, went or was renamed (UV_RENAME); writes to the files there
  * (UV_CHANGE) are their own watches' business. */
 static void on_dir_event(uv_fs_event_t *h, const char *name, int events,
                          int status)
 {
+  struct tail_dir *d = h->data;
+
   (void)name;
-  if (status == 0 && (events & UV_RENAME)) schedule_scan(h->data);
+  if (status != 0 || !(events & UV_RENAME)) return;
+  for (size_t i = 0; i < d->ntails; i++) schedule_scan(d->tails[i]);
 }
 
 static void pattern_dir(const char *pattern, char *dir, size_t len)
@@ -483,28 +502,77 @@ static void pattern_dir(const char *pattern, char *dir, size_t len)
                 pattern);
 }
 
+static struct tail_dir *new_dir(tail *t, const char *path)
+{
+  struct tail_dir *d = calloc(1, sizeof *d);
+
+  if (!d || !(d->path = strdup(path))) {
+    free(d);
+    return NULL;
+  }
+  uv_fs_event_init(t->loop, &d->handle);
+  d->handle.data = d;
+  /* Not watched (missing, inotify's limit): the timed scans find files. */
+  uv_fs_event_start(&d->handle, on_dir_event, path, 0);
+  d->next = t->pi->pl->tail_dirs;
+  t->pi->pl->tail_dirs = d;
+  return d;
+}
+
 /* The directory of each pattern, when it has no wildcards, is watched: a
  * file created there is found at once. */
 static void watch_dirs(tail *t)
 {
-  size_t n = 0;
+  for (char **p = t->cfg.paths; *p; p++) {
+    struct tail_dir *d = t->pi->pl->tail_dirs;
+    char dir[4096];
+    tail **tails;
+    pattern_dir(*p, dir, sizeof dir);
+    if (strpbrk(dir, "*?[")) continue;
+    while (d && strcmp(d->path, dir) != 0) d = d->next;
+    if (!d && !(d = new_dir(t, dir))) continue;
+    if (d->ntails > 0 && d->tails[d->ntails - 1] == t) continue;
+    tails = realloc(d->tails, (d->ntails + 1) * sizeof *tails);
+    if (!tails) continue;
+    d->tails = tails;
+    d->tails[d->ntails++] = t;
+  }
+}
 
-  while (t->cfg.paths[n]) n++;
-  t->dirs = calloc(n ? n : 1, sizeof *t->dirs);
-  if (!t->dirs) return;
-  for (size_t i = 0; i < n; i++) {
-    char dir[4096], other[4096];
-    bool dup = false;
-    pattern_dir(t->cfg.paths[i], dir, sizeof dir);
-    for (size_t k = 0; k < i && !dup; k++) {
-      pattern_dir(t->cfg.paths[k], other, sizeof other);
-      dup = strcmp(dir, other) == 0;
+static void free_dir(uv_handle_t *h)
+{
+  struct tail_dir *d = h->data;
+
+  free(d->path);
+  free(d->tails);
+  free(d);
+}
+
+void tail_close_dirs(struct tail_dir **dirs)
+{
+  while (*dirs) {
+    struct tail_dir *d = *dirs;
+    *dirs = d->next;
+    uv_close((uv_handle_t *)&d->handle, free_dir);
+  }
+}
+
+/* t watches no more: a directory no input watches is closed (its handle
+ * would keep the loop running). */
+static void unwatch_dirs(tail *t)
+{
+  for (struct tail_dir **p = &t->pi->pl->tail_dirs; *p;) {
+    struct tail_dir *d = *p;
+    size_t kept = 0;
+    for (size_t i = 0; i < d->ntails; i++)
+      if (d->tails[i] != t) d->tails[kept++] = d->tails[i];
+    d->ntails = kept;
+    if (kept > 0) {
+      p = &d->next;
+      continue;
     }
-    if (dup || strpbrk(dir, "*?[")) continue;
-    uv_fs_event_init(t->loop, &t->dirs[t->ndirs]);
-    t->dirs[t->ndirs].data = t;
-    uv_fs_event_start(&t->dirs[t->ndirs], on_dir_event, dir, 0);
-    t->ndirs++;
+    *p = d->next;
+    uv_close((uv_handle_t *)&d->handle, free_dir);
   }
 }
 
@@ -543,7 +611,7 @@ void tail_stop(tail *t)
   uv_timer_stop(&t->soon);
   for (pl_source *src = t->pi->sources, *next; src; src = next) {
     next = src->next;
-    src->in.hold_partial = t->pi->store.state_file != NULL;
+    src->in.hold_partial = t->pi->pl->store.state_file != NULL;
     input_stop(&src->in);
   }
   done_if_drained(t);
@@ -579,8 +647,7 @@ void tail_close_handles(tail *t)
   t->handles = false;
   uv_close((uv_handle_t *)&t->scan, NULL);
   uv_close((uv_handle_t *)&t->soon, NULL);
-  for (size_t i = 0; i < t->ndirs; i++)
-    uv_close((uv_handle_t *)&t->dirs[i], NULL);
+  unwatch_dirs(t);
   for (tail_file *f = t->files; f; f = f->next) unwatch_file(f);
 }
 
@@ -590,12 +657,10 @@ void tail_free(tail *t)
   while (t->files) {
     tail_file *f = t->files;
     t->files = f->next;
+    if (f->young_fd >= 0) close(f->young_fd);
     free(f->path);
     free(f);
   }
-  free(t->dirs);
-  free(t->young);
-  free(t->next_young);
   free_list(t->cfg.paths);
   free_list(t->cfg.exclude);
   free(t);

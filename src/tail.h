@@ -54,6 +54,7 @@
 
 struct pl_input;
 struct pl_source;
+struct tail_dir;
 typedef struct tail tail;
 
 /* Copies the settings; NULL with a message when out of memory. */
@@ -68,6 +69,8 @@ void tail_stop(tail *t);
 void tail_source_finished(tail *t, struct pl_source *src);
 /* Closes the loop handles (before the loop's last run). */
 void tail_close_handles(tail *t);
+/* Closes the directory watches the pipeline's tail_inputs share. */
+void tail_close_dirs(struct tail_dir **dirs);
 /* Frees it, once the loop has closed its handles. */
 void tail_free(tail *t);
 
