@@ -88,7 +88,8 @@ static const char *const file_input_keys[] = {"type", "decoder", "max_line",
 static const char *const tail_input_keys[] = {
   "type", "decoder", "max_line", "paths", "exclude", "read_from_head",
   "scan_interval_ms", "rotate_wait_ms", "idle_close_ms",
-  "last_line_timeout_ms", "max_open_files", "read_buffer", "path_field", NULL
+  "last_line_timeout_ms", "max_open_files", "read_buffer", "path_field",
+  "multiline", NULL
 };
 static const char *const sandbox_keys[] = {
   "type", "filename", "module_path", "instruction_limit", "cpu_limit_ms",
@@ -588,6 +589,51 @@ static int read_limits(plugin_ctx *c, sandbox_limits *l)
 
 /* ---- one plugin ---- */
 
+/* The rules in join.h. Keys inside the table are named as keys of the
+ * plugin's in errors. */
+static int read_join_rule(plugin_ctx *c, join_rule *r)
+{
+  static const char *const keys[] = {"start", "continue", "cri", "docker",
+                                     "max_lines", "max_bytes", "flush_ms",
+                                     NULL};
+  lua_State *L = c->ld->L;
+  int t = get_key(L, "multiline"), rc, modes;
+  char *start = NULL, *cont = NULL, why[256];
+  bool cri = false, docker = false;
+
+  *r = (join_rule){JOIN_NONE, NULL, 1000, 1u << 20, 1000};
+  if (t != LUA_TTABLE) {
+    lua_pop(L, 1);
+    if (t == LUA_TNIL) return 0;
+    return key_fail(c, "multiline", "must be a table such as { start = "
+                    "\"^%%d\" }, not a %s", lua_typename(L, t));
+  }
+  rc = check_keys(c, keys, false) != 0 ||
+       read_string(c, "start", false, &start) != 0 ||
+       read_string(c, "continue", false, &cont) != 0 ||
+       read_bool(c, "cri", &cri) != 0 || read_bool(c, "docker", &docker) != 0 ||
+       read_count(c, "max_lines", 1e9, &r->max_lines) != 0 ||
+       read_count(c, "max_bytes", 1u << 30, &r->max_bytes) != 0 ||
+       read_count(c, "flush_ms", 3600000, &r->flush_ms) != 0 ? -1 : 0;
+  lua_pop(L, 1);
+  modes = (start != NULL) + (cont != NULL) + cri + docker;
+  r->mode = start ? JOIN_START : cont ? JOIN_CONTINUE
+          : cri ? JOIN_CRI : JOIN_DOCKER;
+  r->pattern = start ? start : cont;
+  if (start && cont) free(cont);
+  if (rc != 0) return -1;
+  if (modes != 1)
+    return key_fail(c, "multiline", "needs one of start, continue, cri = "
+                    "true or docker = true");
+  if (r->max_lines < 1 || r->max_bytes < 1)
+    return key_fail(c, "multiline", "max_lines and max_bytes must be at "
+                    "least 1");
+  if (r->pattern && !join_pattern_ok(r->pattern, why, sizeof why))
+    return key_fail(c, start ? "start" : "continue", "is not a Lua pattern "
+                    "lumberjit can use: %s", why);
+  return 0;
+}
+
 /* Defaults in tail.h. */
 static int read_tail(plugin_ctx *c, config_tail *t)
 {
@@ -606,7 +652,8 @@ static int read_tail(plugin_ctx *c, config_tail *t)
       read_count(c, "last_line_timeout_ms", hour,
                  &t->last_line_timeout_ms) != 0 ||
       read_count(c, "max_open_files", 1u << 20, &t->max_open_files) != 0 ||
-      read_count(c, "read_buffer", 64u << 20, &t->read_buffer) != 0)
+      read_count(c, "read_buffer", 64u << 20, &t->read_buffer) != 0 ||
+      read_join_rule(c, &t->join) != 0)
     return -1;
   if (!t->path_field && !(t->path_field = strdup("path")))
     return key_fail(c, "path_field", "cannot be stored: out of memory");
@@ -1214,6 +1261,7 @@ void config_free(config *cfg)
     free_list(p->tail.paths);
     free_list(p->tail.exclude);
     free(p->tail.path_field);
+    free(p->tail.join.pattern);
   }
   free(cfg->plugins);
   free(cfg->file);

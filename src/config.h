@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "join.h"
 #include "sandbox.h"
 
 typedef enum {
@@ -53,6 +54,7 @@ typedef struct {
   bool read_from_head;
   uint64_t scan_interval_ms, rotate_wait_ms, idle_close_ms;
   uint64_t last_line_timeout_ms, max_open_files, read_buffer;
+  join_rule join;        /* multiline */
 } config_tail;
 
 typedef struct {

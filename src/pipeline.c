@@ -64,11 +64,10 @@ static void record_lost(pipeline *pl, input *in, uint64_t position)
 }
 
 /* Copies the record into the job its worker will run. */
-static void on_record(void *ud, input *in, const char *bytes, size_t len,
-                      uint64_t position, unsigned piece)
+static void add_record(pipeline *pl, pl_source *src, const char *bytes,
+                       size_t len, uint64_t position, unsigned piece)
 {
-  pipeline *pl = ud;
-  pl_source *src = (pl_source *)in;
+  input *in = &src->in;
 
   if (src->ckpt && pl->store.state_file && !src->ticket)
     src->ticket = checkpoint_ticket_new(src->ckpt);
@@ -78,6 +77,45 @@ static void on_record(void *ud, input *in, const char *bytes, size_t len,
   }
   if (!work_job_add(src->job, bytes, len, position, piece))
     record_lost(pl, in, position);
+}
+
+static void add_joined(void *ud, const char *bytes, size_t len,
+                       uint64_t position)
+{
+  pl_source *src = ud;
+
+  add_record(src->owner->pl, src, bytes, len, position, 0);
+}
+
+/* A line goes to the joiner, if the source joins lines (join.h); pieces
+ * of an overlong line go on as they are, after what the joiner held. */
+static void on_record(void *ud, input *in, const char *bytes, size_t len,
+                      uint64_t position, unsigned piece)
+{
+  pipeline *pl = ud;
+  pl_source *src = (pl_source *)in;
+
+  if (!src->join.rule) {
+    add_record(pl, src, bytes, len, position, piece);
+  } else if (piece) {
+    join_flush(&src->join, add_joined, src);
+    add_record(pl, src, bytes, len, position, piece);
+  } else {
+    join_line(&src->join, bytes, len, position, uv_now(pl->loop), add_joined,
+              src);
+  }
+}
+
+/* How far the source's records are all handed on: not past a line the
+ * joiner holds. */
+static uint64_t handed_on(const pl_source *src)
+{
+  const input *in = &src->in;
+
+  if (src->join.rule && join_holding(&src->join) && in->is_offset &&
+      join_held_position(&src->join) < in->done_offset)
+    return join_held_position(&src->join);
+  return in->done_offset;
 }
 
 void pipeline_each_sink(pipeline *pl, void (*fn)(output_sink *))
@@ -137,7 +175,7 @@ static void on_chunk_done(void *ud, input *in)
   work_job *job = src->job;
 
   if (!job) {
-    if (src->ticket) src->ticket->end = in->done_offset;
+    if (src->ticket) src->ticket->end = handed_on(src);
     checkpoint_unref(src->ticket);
     src->ticket = NULL;
     return;
@@ -147,13 +185,20 @@ static void on_chunk_done(void *ud, input *in)
   job->file = src->file ? src->in.path : NULL;
   job->is_offset = in->is_offset;
   job->ticket = src->ticket;
-  job->done_offset = in->done_offset;
+  job->done_offset = handed_on(src);
   src->job = NULL;
   src->ticket = NULL;
   src->in_flight++;
   if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
   worker_submit(src->owner->w, job);
   hold_or_go(pl, src);
+}
+
+void pipeline_source_flush(pl_source *src)
+{
+  if (!join_holding(&src->join)) return;
+  join_flush(&src->join, add_joined, src);
+  on_chunk_done(src->owner->pl, &src->in);
 }
 
 void pipeline_input_done(pl_input *pi)
@@ -238,6 +283,7 @@ static void on_finished(void *ud, input *in, const char *error)
   pipeline *pl = ud;
   pl_source *src = (pl_source *)in;
 
+  if (src->join.rule && !in->hold_partial) pipeline_source_flush(src);
   src->read_all = true;
   src->error = error;
   if (src->in_flight == 0) source_finished(pl, src);

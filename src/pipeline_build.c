@@ -173,6 +173,7 @@ pl_source *pipeline_source_new(pl_input *pi)
 static void free_source(pl_source *src)
 {
   input_free(&src->in);
+  join_free(&src->join);
   if (src->job) {
     work_job_free(src->job);
     free(src->job);
@@ -240,6 +241,11 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
     return -1;
   }
   if (p->type == INPUT_TAIL) {
+    if (p->tail.join.pattern && !pl->join_matcher &&
+        !(pl->join_matcher = join_matcher_new())) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
     pi->tail = tail_create(pi, &p->tail, err, errlen);
     return pi->tail ? 0 : -1;
   }
@@ -443,6 +449,7 @@ int pipeline_destroy(pipeline *pl)
   if (dead_letter_close(&pl->dl) != 0) rc = -1;
   /* After the sinks: their records no longer hold tickets. */
   checkpoint_store_close(&pl->store);
+  join_matcher_free(pl->join_matcher);
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "dead_letter.h"
 #include "input.h"
+#include "join.h"
 #include "output.h"
 #include "pipeline.h"
 #include "router.h"
@@ -50,6 +51,7 @@ typedef struct pl_source {
   checkpoint_source *ckpt;   /* its file's; NULL: not a file */
   checkpoint_ticket *ticket; /* of the chunk being handed on */
   struct tail_file *file;    /* tail_input: the file it reads */
+  line_joiner join;          /* rule NULL: lines are records */
 } pl_source;
 
 struct pl_input {
@@ -82,6 +84,7 @@ struct pipeline {
   dead_letter dl;
   checkpoint_store store;    /* the files' acknowledged offsets */
   struct tail_dir *tail_dirs; /* directories tail_inputs watch */
+  join_matcher *join_matcher; /* multiline patterns' Lua state, if any */
   worker *workers;
   size_t nworkers;
   uv_async_t notify;         /* workers: jobs came back */
@@ -100,6 +103,8 @@ struct pipeline {
 
 /* pipeline.c: what inputs, sinks, workers and timers call back. */
 input_handler pipeline_input_handler(pipeline *pl);
+/* Hands on the record the source's joiner holds (multiline flush_ms). */
+void pipeline_source_flush(pl_source *src);
 /* The input has read all it will (a tail_input after its stop). */
 void pipeline_input_done(pl_input *pi);
 /* Whether an output or the dead-letter path writes the file sb is of: an

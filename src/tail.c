@@ -88,8 +88,10 @@ tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
     t->cfg = *cfg;
     t->cfg.paths = copy_list(cfg->paths);
     t->cfg.exclude = copy_list(cfg->exclude);
+    t->cfg.join.pattern = cfg->join.pattern ? strdup(cfg->join.pattern) : NULL;
   }
-  if (!t || !t->cfg.paths || !t->cfg.exclude) {
+  if (!t || !t->cfg.paths || !t->cfg.exclude ||
+      (cfg->join.pattern && !t->cfg.join.pattern)) {
     snprintf(err, errlen, "input '%s': out of memory", pi->name);
     tail_free(t);
     return NULL;
@@ -159,6 +161,8 @@ static void open_source(tail *t, tail_file *f, int fd)
   src->in.readbuf_size = t->cfg.read_buffer;
   src->in.read_offset = src->in.done_offset = f->offset;
   src->in.handler.at_end = on_at_end;
+  if (t->cfg.join.mode != JOIN_NONE)
+    join_init(&src->join, &t->cfg.join, t->pi->pl->join_matcher);
   if (input_start(&src->in, t->loop, err, sizeof err) != 0) {
     log_msg("%s", err);
     pipeline_source_free(src);
@@ -403,6 +407,9 @@ static void look_at_open(tail *t, tail_file *f, uint64_t now)
   if (!in->at_end) return;
   if (now - f->changed_ms >= t->cfg.last_line_timeout_ms)
     input_flush_partial(in);
+  if (join_holding(&f->src->join) &&
+      now - f->src->join.held_since_ms >= t->cfg.join.flush_ms)
+    pipeline_source_flush(f->src);
   if ((f->moved && now - f->changed_ms >= t->cfg.rotate_wait_ms &&
        now - f->moved_ms >= t->cfg.rotate_wait_ms) ||
       (now - f->changed_ms >= t->cfg.idle_close_ms &&
@@ -663,5 +670,6 @@ void tail_free(tail *t)
   }
   free_list(t->cfg.paths);
   free_list(t->cfg.exclude);
+  free(t->cfg.join.pattern);
   free(t);
 }

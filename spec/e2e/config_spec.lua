@@ -108,6 +108,10 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     assert.matches("key 'scan_interval_ms' must be at least 10", tail_error("paths = 'x', scan_interval_ms = 1"))
     assert.matches("key 'rotate_wiat_ms' is unknown %(did you mean 'rotate_wait_ms'%?%)",
                    tail_error("paths = 'x', rotate_wiat_ms = 1"))
+    assert.matches("key 'start' is not a Lua pattern lumberjit can use: .*malformed pattern",
+                   tail_error("paths = 'x', multiline = { start = '[a' }"))
+    assert.matches("key 'multiline' needs one of start, continue, cri = true or docker = true",
+                   tail_error("paths = 'x', multiline = { cri = true, docker = true }"))
     -- Patterns that match nothing yet are fine: files may come later.
     local r = check("app = { type = \"tail_input\", paths = { \"nowhere/*.log\" } }\n"
       .. "out = { type = \"stdout_output\", message_matcher = \"TRUE\" }\n")

@@ -206,6 +206,59 @@ describe("tail_input", function()
     run.cleanup(dir)
   end)
 
+  it("joins multiline records, and holds an unfinished one back at a stop", function()
+    local dir = setup({ "logs/app.log" }, { extra = [[,
+      multiline = { start = "^%d%d%d%d%-%d%d%-%d%d ", flush_ms = 60000 }]] })
+    run.write(dir .. "/logs/app.log", "")
+    start(dir)
+    sh(dir, "printf '2026-01-01 one\\n  at a\\n  at b\\n2026-01-02 two\\n  at c\\n' >> logs/app.log")
+    wait_lines(dir, 3)
+    assert.are.equal(0, stop(dir))
+    -- "two" is held (no line has started the next record): not written,
+    -- not acknowledged; the next run reads it again.
+    assert.are.same({ "2026-01-01 one", "  at a", "  at b" }, run.lines(run.read(dir .. "/out.log")))
+    sh(dir, "printf '2026-01-03 three\\n' >> logs/app.log")
+    start(dir)
+    wait_lines(dir, 5)
+    assert.are.equal(0, stop(dir))
+    assert.are.same({ "2026-01-01 one", "  at a", "  at b", "2026-01-02 two", "  at c" },
+                    run.lines(run.read(dir .. "/out.log")))
+    run.cleanup(dir)
+  end)
+
+  it("joins the pieces of CRI and Docker lines before their decoders", function()
+    local dir = run.tmpdir()
+    sh(dir, "mkdir logs state")
+    run.write(dir .. "/config.lua", [[
+lumberjit = { state_dir = "state", dead_letter_path = "dead.log" }
+cri = { type = "tail_input", paths = { "logs/cri.log" }, read_from_head = true, scan_interval_ms = 50,
+        multiline = { cri = true }, decoder = "cri_lines" }
+docker = { type = "tail_input", paths = { "logs/docker.log" }, read_from_head = true, scan_interval_ms = 50,
+           multiline = { docker = true }, decoder = "docker_lines" }
+cri_lines = { type = "decoder", filename = "decoders/cri.lua" }
+docker_lines = { type = "decoder", filename = "decoders/docker.lua" }
+json = { type = "encoder", filename = "encoders/json.lua" }
+out = { type = "file_output", path = "out.log", encoder = "json", message_matcher = "TRUE" }
+]])
+    run.write(dir .. "/logs/cri.log", "2024-01-02T03:04:05.1+00:00 stdout P first half, \n"
+      .. "2024-01-02T03:04:06Z stderr F an error\n"
+      .. "2024-01-02T03:04:05.25+00:00 stdout F second half\n")
+    run.write(dir .. "/logs/docker.log", '{"log":"a \\"quoted\\" ","stream":"stdout","time":"2024-01-02T03:04:05Z"}\n'
+      .. '{"log":"end\\n","stream":"stdout","time":"2024-01-02T03:04:06Z"}\n')
+    start(dir)
+    wait_lines(dir, 3)
+    assert.are.equal(0, stop(dir))
+    local got = {}
+    for _, line in ipairs(run.lines(run.read(dir .. "/out.log"))) do
+      local doc = require("cjson").decode(line)
+      got[#got + 1] = doc.type .. " " .. doc.stream .. " " .. doc.message .. " " .. tostring(doc.partial)
+    end
+    table.sort(got)
+    assert.are.same({ "cri stderr an error nil", "cri stdout first half, second half nil",
+                      'docker stdout a "quoted" end nil' }, got)
+    run.cleanup(dir)
+  end)
+
   it("loses nothing when killed with SIGKILL mid-stream and restarted", function()
     local dir = setup({ "logs/app.log" })
     run.write(dir .. "/logs/app.log", "")
