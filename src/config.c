@@ -82,11 +82,14 @@ static const plugin_type_info plugin_types[] = {
 static const char *const role_names[] = {"input", "decoder", "encoder", "output"};
 
 /* Keys each plugin type knows; sandboxed plugins also take any other key. */
-static const char *const input_keys[] = {"type", "decoder", "max_line", NULL};
+static const char *const input_keys[] = {"type", "decoder", "max_line",
+                                         "long_lines", NULL};
 static const char *const file_input_keys[] = {"type", "decoder", "max_line",
+                                              "long_lines",
                                               "path", NULL};
 static const char *const tail_input_keys[] = {
-  "type", "decoder", "max_line", "paths", "exclude", "read_from_head",
+  "type", "decoder", "max_line", "long_lines", "paths", "exclude",
+  "read_from_head",
   "scan_interval_ms", "rotate_wait_ms", "idle_close_ms",
   "last_line_timeout_ms", "max_open_files", "read_buffer", "path_field",
   "multiline", NULL
@@ -589,6 +592,24 @@ static int read_limits(plugin_ctx *c, sandbox_limits *l)
 
 /* ---- one plugin ---- */
 
+static int read_long_lines(plugin_ctx *c, long_line_rule *rule)
+{
+  static const char *const names[] = {"dead_letter", "split", "truncate"};
+  char *name = NULL;
+  int rc = 0;
+
+  *rule = LONG_LINES_DEAD_LETTER;
+  if (read_string(c, "long_lines", false, &name) != 0) return -1;
+  if (!name) return 0;
+  for (*rule = LONG_LINES_DEAD_LETTER; *rule <= LONG_LINES_TRUNCATE; (*rule)++)
+    if (strcmp(name, names[*rule]) == 0) break;
+  if (*rule > LONG_LINES_TRUNCATE)
+    rc = key_fail(c, "long_lines", "must be \"dead_letter\", \"split\" or "
+                  "\"truncate\", not \"%s\"", name);
+  free(name);
+  return rc;
+}
+
 /* The rules in join.h. Keys inside the table are named as keys of the
  * plugin's in errors. */
 static int read_join_rule(plugin_ctx *c, join_rule *r)
@@ -687,7 +708,9 @@ static int read_plugin(loader *ld, config_plugin *p, const plugin_type_info *ti)
     if (read_count(&c, "max_line", 1u << 30, &v) != 0) return -1;
     if (v < 16) return key_fail(&c, "max_line", "must be at least 16 bytes");
     p->max_line = (size_t)v;
-    if (read_string(&c, "decoder", false, &p->decoder) != 0) return -1;
+    if (read_long_lines(&c, &p->long_lines) != 0 ||
+        read_string(&c, "decoder", false, &p->decoder) != 0)
+      return -1;
     if (ti->type == INPUT_FILE && read_string(&c, "path", true, &p->path) != 0)
       return -1;
     return ti->type == INPUT_TAIL ? read_tail(&c, &p->tail) : 0;

@@ -46,6 +46,14 @@ typedef enum {
   PLUGIN_SANDBOX
 } config_plugin_type;
 
+/* What becomes of a line longer than max_line, cut into pieces. */
+typedef enum {
+  LONG_LINES_DEAD_LETTER, /* every piece goes to the dead-letter path */
+  LONG_LINES_SPLIT,       /* each piece is a record */
+  LONG_LINES_TRUNCATE     /* the first piece is the record; the rest are
+                             counted and dropped */
+} long_line_rule;
+
 /* A tail_input's settings (tail.h says what each does). */
 typedef struct {
   char **paths;          /* glob patterns, NULL-terminated */
@@ -66,7 +74,8 @@ typedef struct {
   /* inputs */
   char *path;            /* file_input: the file; file_output: the file */
   char *decoder;         /* decoder instance name, or NULL */
-  size_t max_line;       /* longest record; longer lines go to dead letter */
+  size_t max_line;       /* longest record */
+  long_line_rule long_lines; /* what becomes of longer lines */
   config_tail tail;      /* tail_input */
 
   /* decoders and encoders */

@@ -228,6 +228,7 @@ static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
 
   pi->records += c->records;
   pi->overlong += c->overlong;
+  pi->truncated += c->truncated;
   pi->dead += c->dead;
   pl->unrouted += c->unrouted;
   pl->routed_dead_letters += job->dead_letters;
@@ -427,7 +428,8 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   for (size_t i = 0; i < pl->ninputs; i++) {
     const pl_input *pi = &pl->inputs[i];
     st->inputs[i] = (pipeline_input_stats){pi->name, pi->records,
-                                           pi->overlong, pi->dead};
+                                           pi->overlong, pi->truncated,
+                                           pi->dead};
   }
   st->noutputs = pl->noutputs;
   for (size_t i = 0; i < pl->noutputs; i++) {
@@ -454,8 +456,10 @@ static void log_summary(pipeline *pl)
 
   for (size_t i = 0; i < st->ninputs; i++)
     log_msg("input '%s': %" PRIu64 " records (%" PRIu64 " longer than "
-            "max_line), %" PRIu64 " dead-letter records", st->inputs[i].name,
-            st->inputs[i].records, st->inputs[i].overlong, st->inputs[i].dead);
+            "max_line, %" PRIu64 " pieces truncated), %" PRIu64 " dead-letter "
+            "records", st->inputs[i].name, st->inputs[i].records,
+            st->inputs[i].overlong, st->inputs[i].truncated,
+            st->inputs[i].dead);
   for (size_t i = 0; i < st->noutputs; i++)
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
             " skipped", st->outputs[i].name, st->outputs[i].delivered,

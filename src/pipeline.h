@@ -20,7 +20,7 @@ typedef struct pipeline pipeline;
  * (later) the metrics endpoint. */
 typedef struct {
   const char *name;
-  uint64_t records, overlong, dead;
+  uint64_t records, overlong, truncated, dead;
 } pipeline_input_stats;
 
 typedef struct {

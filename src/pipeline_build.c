@@ -234,6 +234,7 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
   pi->cfg = p;
   pi->name = keep(pl, p->name);
   pi->ri = (router_input){.name = pi->name, .max_line = p->max_line,
+                          .long_lines = p->long_lines,
                           .decoder_name = keep(pl, p->decoder),
                           .path_field = keep(pl, p->tail.path_field)};
   if (!pi->name || (p->decoder && !pi->ri.decoder_name)) {

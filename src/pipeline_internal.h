@@ -63,7 +63,8 @@ struct pl_input {
   pl_source *sources;        /* reading now */
   struct tail *tail;         /* tail_input's files; NULL for the others */
   bool done;                 /* read all it will; jobs came back */
-  uint64_t records, overlong, dead; /* counted by the jobs that came back */
+  /* Counted by the jobs that came back. */
+  uint64_t records, overlong, truncated, dead;
 };
 
 /* The pipeline keeps its own copies of the config's names and settings

@@ -80,11 +80,15 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
   sandbox_result res;
 
   if (piece <= 1) c->records++;
-  if (piece) {
+  c->overlong += piece == 1;
+  if (piece > 1 && ri->long_lines == LONG_LINES_TRUNCATE) {
+    c->truncated++;
+    return;
+  }
+  if (piece && ri->long_lines == LONG_LINES_DEAD_LETTER) {
     char reason[128];
     snprintf(reason, sizeof reason, "line longer than max_line (%zu bytes): "
              "piece %u", ri->max_line, piece);
-    c->overlong += piece == 1;
     c->dead++;
     dead_letter_write(r->dl, "input", ri->name, reason, o);
     return;

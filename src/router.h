@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "dead_letter.h"
 #include "matcher.h"
 #include "message.h"
@@ -32,6 +33,7 @@ typedef struct {
 typedef struct {
   const char *name;          /* the input's */
   size_t max_line;
+  long_line_rule long_lines;
   sandbox *decoder;          /* owned; NULL: each record is a payload */
   const char *decoder_name;
   const char *path_field;    /* field taking the file read; NULL: none */
@@ -47,6 +49,7 @@ typedef struct {
 typedef struct {
   uint64_t records, overlong; /* of the input; overlong: lines cut */
   uint64_t dead;             /* the input's records dead-lettered */
+  uint64_t truncated;        /* pieces of long lines dropped (truncate) */
   uint64_t unrouted;         /* messages no output matched */
   router_output_counts *outputs; /* one per output */
 } router_counts;
@@ -63,7 +66,7 @@ typedef struct {
 void router_init(router *r, router_output *outputs, size_t noutputs,
                  dead_letter *dl);
 /* One record of input ri; piece is non-zero for the pieces of a line
- * longer than max_line, which go to the dead-letter path. */
+ * longer than max_line, which ri->long_lines disposes of. */
 void router_record(router *r, router_input *ri, const msg_origin *o,
                    unsigned piece);
 /* Frees the batch, and the outputs' matchers and encoders. */

@@ -87,7 +87,7 @@ out = { type = "file_output", path = "out.json", encoder = "json", message_match
     local overlong, expected_pieces = pieces_of(lines)
     assert.are.equal(expected_pieces, pieces)
     assert.are.equal(#lines - overlong, #delivered + #dead)
-    assert.matches(string.format("input 'stdin': 3000 records %%(%d longer than max_line%%), %d dead%%-letter",
+    assert.matches(string.format("input 'stdin': 3000 records %%(%d longer than max_line, 0 pieces truncated%%), %d dead%%-letter",
       overlong, pieces + #dead), r.stderr)
     run.cleanup(r.dir)
   end)

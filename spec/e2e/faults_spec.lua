@@ -356,7 +356,7 @@ wait $pid; echo $?
 ]])
     assert.are.equal(0, last_number(out))
     local stderr = run.read(dir .. "/stderr")
-    local pieces = tonumber(stderr:match("input 'file': %d+ records %(%d+ longer than max_line%), (%d+) dead"))
+    local pieces = tonumber(stderr:match("input 'file': %d+ records %(%d+ longer than max_line, 0 pieces truncated%), (%d+) dead"))
     assert.is_true(pieces > 0)
     assert.are.equal(pieces, count_lines(dir .. "/dead.log"))
     run.cleanup(dir)

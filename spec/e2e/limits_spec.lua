@@ -159,4 +159,27 @@ printf 'four\n'
     assert.are.equal(38, dl[3].offset)
     run.cleanup(r.dir)
   end)
+
+  it("splits or truncates overlong lines when told to, and counts them", function()
+    local function with(rule)
+      return run.lumberjit{
+        config = config(""):gsub('decoder = "d"', 'decoder = "d", max_line = 16, long_lines = "' .. rule .. '"'),
+        files = {["d.lua"] = decoder},
+        input = "short\n" .. string.rep("x", 40) .. "\nend\n",
+      }
+    end
+    local r = with("split")
+    assert.are.same({"short", string.rep("x", 16), string.rep("x", 16), string.rep("x", 8), "end"},
+                    run.lines(r.stdout))
+    assert.matches("input 'stdin': 3 records %(1 longer than max_line, 0 pieces truncated%), 0 dead", r.stderr)
+    run.cleanup(r.dir)
+    r = with("truncate")
+    assert.are.same({"short", string.rep("x", 16), "end"}, run.lines(r.stdout))
+    assert.matches("input 'stdin': 3 records %(1 longer than max_line, 2 pieces truncated%), 0 dead", r.stderr)
+    run.cleanup(r.dir)
+    r = with("cut")
+    assert.are.equal(1, r.status)
+    assert.matches([[key 'long_lines' must be "dead_letter", "split" or "truncate", not "cut"]], r.stderr)
+    run.cleanup(r.dir)
+  end)
 end)
