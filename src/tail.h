@@ -37,7 +37,9 @@
  *   symlink retarget  the old target is finished as if renamed.
  *
  * Resources: a file that has not grown for idle_close_ms (default 60000) is
- * closed and reopened when it grows; at most max_open_files (default 1024)
+ * closed and reopened when it grows (a closed file that is then renamed
+ * out of the patterns is no longer followed: what its writer appends to it
+ * under the new name is not read); at most max_open_files (default 1024)
  * are open at once, the others wait for a free slot. File descriptors in
  * use: one per open file, one inotify descriptor in all.
  *

@@ -206,6 +206,33 @@ describe("tail_input", function()
     run.cleanup(dir)
   end)
 
+  it("finishes a symlink's old target and follows the new one", function()
+    local dir = setup({ "logs/current" })
+    sh(dir, "printf 'a1\\n' > logs/a && ln -s a logs/current")
+    start(dir)
+    sh(dir, "printf 'a2\\n' >> logs/a")
+    wait_lines(dir, 1)
+    -- The writer still appends to the old target for a moment.
+    sh(dir, "printf 'b1\\n' > logs/b && ln -sfn b logs/current && sleep 0.2 && echo a3 >> logs/a && echo b2 >> logs/b")
+    wait_lines(dir, 4)
+    assert.are.equal(0, stop(dir))
+    assert.are.same({ a2 = 1, a3 = 1, b1 = 1, b2 = 1 }, count(run.lines(run.read(dir .. "/out.log"))))
+    run.cleanup(dir)
+  end)
+
+  it("reads more files than max_open_files in turn, closing idle ones", function()
+    local dir = setup({ "logs/*.log" }, { idle_close_ms = 100, extra = ", max_open_files = 2" })
+    start(dir)
+    for i = 1, 5 do sh(dir, string.format("printf 'm%d\\n' > logs/%d.log", i, i)) end
+    wait_lines(dir, 5)
+    sh(dir, "echo m6 >> logs/1.log")
+    wait_lines(dir, 6)
+    assert.are.equal(0, stop(dir))
+    assert.are.same({ m1 = 1, m2 = 1, m3 = 1, m4 = 1, m5 = 1, m6 = 1 }, count(run.lines(run.read(dir .. "/out.log"))))
+    assert.matches("files open %(max_open_files%)", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+
   it("joins multiline records, and holds an unfinished one back at a stop", function()
     local dir = setup({ "logs/app.log" }, { extra = [[,
       multiline = { start = "^%d%d%d%d%-%d%d%-%d%d ", flush_ms = 60000 }]] })
