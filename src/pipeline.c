@@ -217,8 +217,7 @@ static void source_finished(pipeline *pl, pl_source *src)
             src->in.path ? src->in.path : "standard input", src->error);
     pl->status = 1;
   }
-  if (pi->tail) tail_source_finished(pi->tail, src);
-  else pipeline_input_done(pi);
+  pi->kind->source_finished(pi, src);
 }
 
 /* What routing the job counted goes to the pipeline's counters. */
@@ -324,15 +323,8 @@ static void pipeline_stop(pipeline *pl, const char *why)
   }
   if (why) log_msg("%s: stopping", why);
   pl->stopping = true;
-  for (size_t i = 0; i < pl->ninputs; i++) {
-    pl_input *pi = &pl->inputs[i];
-    if (pi->tail) {
-      tail_stop(pi->tail);
-      continue;
-    }
-    for (pl_source *src = pi->sources; src; src = src->next)
-      input_stop(&src->in);
-  }
+  for (size_t i = 0; i < pl->ninputs; i++)
+    pl->inputs[i].kind->stop(&pl->inputs[i]);
   uv_timer_start(&pl->deadline, on_deadline, pl->stop_timeout_ms, 0);
   uv_unref((uv_handle_t *)&pl->deadline);
 }
@@ -484,9 +476,7 @@ int pipeline_run(pipeline *pl)
   }
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
-    int rc = pi->tail ? tail_start(pi->tail, err, sizeof err)
-                      : input_start(&pi->sources->in, pl->loop, err, sizeof err);
-    if (rc != 0) {
+    if (pi->kind->start(pi, err, sizeof err) != 0) {
       log_msg("%s", err);
       pl->status = 1;
       continue;

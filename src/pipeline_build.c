@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "pipeline_internal.h"
+#include "tail.h"
 
 /* A copy of s that lives as long as the pipeline; NULL stays NULL. */
 static const char *keep(pipeline *pl, const char *s)
@@ -224,12 +225,60 @@ static int resume_file(pl_input *pi, pl_source *src, const config *cfg,
   return 0;
 }
 
+/* ---- stdin_input and file_input: one source, read to its end ---- */
+
+static int build_reader(pl_input *pi, const config_plugin *p, char *err,
+                        size_t errlen)
+{
+  pl_source *src = pipeline_source_new(pi);
+
+  if (!src) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (p->type != INPUT_FILE) return 0;
+  src->in.path = keep(pi->pl, p->path);
+  if (!src->in.path) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  return resume_file(pi, src, pi->pl->cfg, p, err, errlen);
+}
+
+static int start_reader(pl_input *pi, char *err, size_t errlen)
+{
+  return input_start(&pi->sources->in, pi->pl->loop, err, errlen);
+}
+
+static void stop_reader(pl_input *pi)
+{
+  if (pi->sources) input_stop(&pi->sources->in);
+}
+
+static void reader_finished(pl_input *pi, pl_source *src)
+{
+  (void)src;
+  pipeline_input_done(pi);
+}
+
+static const input_kind reader_kind = {
+  build_reader, start_reader, stop_reader, reader_finished, NULL, NULL
+};
+
+/* The pipeline's part of each input type (config_plugins.c has the
+ * config's part). */
+static const struct {
+  config_plugin_type type;
+  const input_kind *kind;
+} input_kinds[] = {
+  {INPUT_STDIN, &reader_kind},
+  {INPUT_FILE, &reader_kind},
+  {INPUT_TAIL, &tail_input_kind},
+};
+
 static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
                        char *err, size_t errlen)
 {
-  const config *cfg = pl->cfg;
-  pl_source *src;
-
   pi->pl = pl;
   pi->cfg = p;
   pi->name = keep(pl, p->name);
@@ -241,26 +290,9 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  if (p->type == INPUT_TAIL) {
-    if (p->tail.join.pattern && !pl->join_matcher &&
-        !(pl->join_matcher = join_matcher_new())) {
-      snprintf(err, errlen, "out of memory");
-      return -1;
-    }
-    pi->tail = tail_create(pi, &p->tail, err, errlen);
-    return pi->tail ? 0 : -1;
-  }
-  if (!(src = pipeline_source_new(pi))) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  if (p->type != INPUT_FILE) return 0;
-  src->in.path = keep(pl, p->path);
-  if (!src->in.path) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  return resume_file(pi, src, cfg, p, err, errlen);
+  for (size_t i = 0; i < sizeof input_kinds / sizeof *input_kinds; i++)
+    if (input_kinds[i].type == p->type) pi->kind = input_kinds[i].kind;
+  return pi->kind->build(pi, p, err, errlen);
 }
 
 static int build_inputs(pipeline *pl, char *err, size_t errlen)
@@ -408,7 +440,9 @@ static void close_handles(pipeline *pl)
   if (pl->handles_closed) return;
   pl->handles_closed = true;
   pipeline_each_sink(pl, output_close_handles);
-  for (size_t i = 0; i < pl->ninputs; i++) tail_close_handles(pl->inputs[i].tail);
+  for (size_t i = 0; i < pl->ninputs; i++)
+    if (pl->inputs[i].kind && pl->inputs[i].kind->close_handles)
+      pl->inputs[i].kind->close_handles(&pl->inputs[i]);
   tail_close_dirs(&pl->tail_dirs);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
@@ -430,7 +464,7 @@ int pipeline_destroy(pipeline *pl)
   free(pl->workers);
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
-    tail_free(pi->tail);
+    if (pi->kind && pi->kind->free) pi->kind->free(pi);
     while (pi->sources) {
       pl_source *src = pi->sources;
       pi->sources = src->next;

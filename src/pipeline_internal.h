@@ -19,7 +19,6 @@
 #include "pipeline.h"
 #include "router.h"
 #include "sandbox.h"
-#include "tail.h"
 #include "worker.h"
 
 /* Jobs of one input at a worker at once: reading runs ahead by this many
@@ -37,6 +36,7 @@ typedef struct {
 } pl_output;
 
 typedef struct pl_input pl_input;
+struct tail_dir;
 
 /* One thing an input reads: standard input, a file_input's file, or one
  * file of a tail_input (tail.h). */
@@ -54,6 +54,21 @@ typedef struct pl_source {
   line_joiner join;          /* rule NULL: lines are records */
 } pl_source;
 
+/* What an input type does in the pipeline. A new type is a row of
+ * pipeline_build.c's table and a file pair of its own (tail.c). */
+typedef struct input_kind {
+  /* Builds what the input needs beyond pl_input: its sources or state. */
+  int (*build)(pl_input *pi, const config_plugin *p, char *err,
+               size_t errlen);
+  int (*start)(pl_input *pi, char *err, size_t errlen);
+  /* Stops reading; pipeline_input_done follows once all is read. */
+  void (*stop)(pl_input *pi);
+  /* A source read all it will and its jobs came back. */
+  void (*source_finished)(pl_input *pi, pl_source *src);
+  void (*close_handles)(pl_input *pi); /* may be NULL */
+  void (*free)(pl_input *pi);          /* may be NULL */
+} input_kind;
+
 struct pl_input {
   pipeline *pl;
   const char *name;
@@ -61,7 +76,8 @@ struct pl_input {
   router_input ri;           /* used by its worker only */
   worker *w;
   pl_source *sources;        /* reading now */
-  struct tail *tail;         /* tail_input's files; NULL for the others */
+  const struct input_kind *kind;
+  void *state;               /* the kind's own */
   bool done;                 /* read all it will; jobs came back */
   /* Counted by the jobs that came back. */
   uint64_t records, overlong, truncated, dead;

@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "pipeline_internal.h"
+
+typedef struct tail tail;
 
 typedef struct tail_file {
   struct tail_file *next;
@@ -78,8 +79,24 @@ static void free_list(char **list)
   free(list);
 }
 
-tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
-                  size_t errlen)
+static void free_tail(tail *t)
+{
+  if (!t) return;
+  while (t->files) {
+    tail_file *f = t->files;
+    t->files = f->next;
+    if (f->young_fd >= 0) close(f->young_fd);
+    free(f->path);
+    free(f);
+  }
+  free_list(t->cfg.paths);
+  free_list(t->cfg.exclude);
+  free(t->cfg.join.pattern);
+  free(t);
+}
+
+static tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
+                         size_t errlen)
 {
   tail *t = calloc(1, sizeof *t);
 
@@ -93,7 +110,7 @@ tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
   if (!t || !t->cfg.paths || !t->cfg.exclude ||
       (cfg->join.pattern && !t->cfg.join.pattern)) {
     snprintf(err, errlen, "input '%s': out of memory", pi->name);
-    tail_free(t);
+    free_tail(t);
     return NULL;
   }
   return t;
@@ -583,8 +600,10 @@ static void unwatch_dirs(tail *t)
   }
 }
 
-int tail_start(tail *t, char *err, size_t errlen)
+static int tail_start(pl_input *pi, char *err, size_t errlen)
 {
+  tail *t = pi->state;
+
   (void)err;
   (void)errlen;
   t->loop = t->pi->pl->loop;
@@ -602,15 +621,27 @@ int tail_start(tail *t, char *err, size_t errlen)
 
 /* ---- finishing ---- */
 
+static void close_handles(tail *t)
+{
+  if (!t || !t->handles) return;
+  t->handles = false;
+  uv_close((uv_handle_t *)&t->scan, NULL);
+  uv_close((uv_handle_t *)&t->soon, NULL);
+  unwatch_dirs(t);
+  for (tail_file *f = t->files; f; f = f->next) unwatch_file(f);
+}
+
 static void done_if_drained(tail *t)
 {
   if (!t->stopping || t->pi->sources || t->pi->done) return;
-  tail_close_handles(t);
+  close_handles(t);
   pipeline_input_done(t->pi);
 }
 
-void tail_stop(tail *t)
+static void tail_stop(pl_input *pi)
 {
+  tail *t = pi->state;
+
   if (t->stopping) return;
   t->stopping = true;
   if (!t->handles) return;
@@ -624,8 +655,9 @@ void tail_stop(tail *t)
   done_if_drained(t);
 }
 
-void tail_source_finished(tail *t, pl_source *src)
+static void tail_source_finished(pl_input *pi, pl_source *src)
 {
+  tail *t = pi->state;
   tail_file *f = src->file;
 
   f->offset = src->in.done_offset;
@@ -648,28 +680,32 @@ void tail_source_finished(tail *t, pl_source *src)
   }
 }
 
-void tail_close_handles(tail *t)
+static int tail_build(pl_input *pi, const config_plugin *p, char *err,
+                      size_t errlen)
 {
-  if (!t || !t->handles) return;
-  t->handles = false;
-  uv_close((uv_handle_t *)&t->scan, NULL);
-  uv_close((uv_handle_t *)&t->soon, NULL);
-  unwatch_dirs(t);
-  for (tail_file *f = t->files; f; f = f->next) unwatch_file(f);
+  pipeline *pl = pi->pl;
+
+  if (p->tail.join.pattern && !pl->join_matcher &&
+      !(pl->join_matcher = join_matcher_new())) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  pi->state = tail_create(pi, &p->tail, err, errlen);
+  return pi->state ? 0 : -1;
 }
 
-void tail_free(tail *t)
+static void tail_close_handles(pl_input *pi)
 {
-  if (!t) return;
-  while (t->files) {
-    tail_file *f = t->files;
-    t->files = f->next;
-    if (f->young_fd >= 0) close(f->young_fd);
-    free(f->path);
-    free(f);
-  }
-  free_list(t->cfg.paths);
-  free_list(t->cfg.exclude);
-  free(t->cfg.join.pattern);
-  free(t);
+  close_handles(pi->state);
 }
+
+static void tail_free(pl_input *pi)
+{
+  free_tail(pi->state);
+  pi->state = NULL;
+}
+
+const input_kind tail_input_kind = {
+  tail_build, tail_start, tail_stop, tail_source_finished, tail_close_handles,
+  tail_free
+};

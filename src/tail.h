@@ -50,30 +50,12 @@
 #ifndef LUMBERJIT_TAIL_H
 #define LUMBERJIT_TAIL_H
 
-#include <stddef.h>
+#include "pipeline_internal.h"
 
-#include "config.h"
-
-struct pl_input;
-struct pl_source;
-struct tail_dir;
-typedef struct tail tail;
-
-/* Copies the settings; NULL with a message when out of memory. */
-tail *tail_create(struct pl_input *pi, const config_tail *cfg, char *err,
-                  size_t errlen);
-/* Finds the files and starts reading them; -1 with a message. */
-int tail_start(tail *t, char *err, size_t errlen);
-/* Stops finding files and stops reading every open one; once all have
- * finished, the input is done (pipeline_input_done). */
-void tail_stop(tail *t);
-/* The pipeline's: src read all it will and its jobs came back. */
-void tail_source_finished(tail *t, struct pl_source *src);
-/* Closes the loop handles (before the loop's last run). */
-void tail_close_handles(tail *t);
+/* Its part of the pipeline: a pl_input's kind. The input is done once a
+ * stop has finished every open file. */
+extern const input_kind tail_input_kind;
 /* Closes the directory watches the pipeline's tail_inputs share. */
 void tail_close_dirs(struct tail_dir **dirs);
-/* Frees it, once the loop has closed its handles. */
-void tail_free(tail *t);
 
 #endif

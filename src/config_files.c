@@ -1,0 +1,122 @@
+/*
+ * config_files.c - the files a configuration names, checked on every load
+ * (config_internal.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config_internal.h"
+
+/* ---- the files inputs read and outputs write ----
+ *
+ * Checked on every load, so that a run fails at its start rather than
+ * half-way: a file an input reads must exist and not be a directory (FIFOs
+ * and devices are fine, and stat never blocks on them, as open could); a
+ * file an output appends to needs its directory; and no input may read a
+ * file lumberjit itself writes, which would feed its output back to it
+ * without end. Files are compared by device and inode, so out.log,
+ * ./out.log, a symlink and a hard link to it are one file; an output that
+ * does not exist yet cannot be what an input reads, since those exist.
+ * Character devices are exempt: reading and writing /dev/null is no loop.
+ */
+
+typedef struct {
+  char what[300];     /* "the file output 'out' writes" */
+  const char *path;
+  struct stat st;
+  bool exists;
+} written_file;
+
+static int check_written(loader *ld, const char *who, const char *key,
+                         int line, written_file *w)
+{
+  const char *slash = strrchr(w->path, '/');
+  char *dir;
+  struct stat ds;
+  int err, rc = 0;
+
+  w->exists = stat(w->path, &w->st) == 0;
+  if (w->exists)
+    return S_ISDIR(w->st.st_mode)
+      ? cfg_fail(ld, line, "%s: cannot open %s for appending: it is a directory "
+             "(key '%s')", who, w->path, key)
+      : 0;
+  err = errno;
+  dir = slash == w->path ? strdup("/")
+      : slash ? strndup(w->path, (size_t)(slash - w->path)) : strdup(".");
+  if (!dir) return cfg_fail(ld, line, "out of memory");
+  if (err != ENOENT)
+    rc = cfg_fail(ld, line, "%s: cannot open %s for appending: %s (key '%s')",
+              who, w->path, strerror(err), key);
+  else if (stat(dir, &ds) != 0)
+    rc = cfg_fail(ld, line, "%s: cannot open %s for appending: its directory %s "
+              "does not exist (key '%s')", who, w->path, dir, key);
+  free(dir);
+  return rc;
+}
+
+static int check_read(loader *ld, const config_plugin *p, int line,
+                      struct stat *st)
+{
+  if (stat(p->path, st) != 0)
+    return cfg_fail(ld, line, "input '%s': cannot open %s: %s (key 'path')",
+                p->name, p->path, strerror(errno));
+  if (S_ISDIR(st->st_mode))
+    return cfg_fail(ld, line, "input '%s': cannot read %s: it is a directory "
+                "(key 'path')", p->name, p->path);
+  return 0;
+}
+
+int config_check_files(loader *ld, const config *cfg)
+{
+  written_file *w = calloc(cfg->nplugins + 1, sizeof *w);
+  size_t nw = 0;
+  int rc = 0;
+
+  if (!w) return cfg_fail(ld, 1, "out of memory");
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    char who[256];
+    if (p->type != OUTPUT_FILE) continue;
+    snprintf(w[nw].what, sizeof w[nw].what, "the file output '%s' writes",
+             p->name);
+    snprintf(who, sizeof who, "output '%s'", p->name);
+    w[nw].path = p->path;
+    rc = check_written(ld, who, "path", cfg_key_line(ld->text, "path", p->line),
+                       &w[nw++]);
+  }
+  if (rc == 0 && !cfg->dead_letter_output) {
+    snprintf(w[nw].what, sizeof w[nw].what, "the dead-letter file");
+    w[nw].path = cfg->dead_letter_path;
+    rc = check_written(ld, "global settings 'lumberjit'", "dead_letter_path",
+                       ld->globals_line ? cfg_key_line(ld->text,
+                         "dead_letter_path", ld->globals_line) : 1,
+                       &w[nw++]);
+  }
+  if (rc == 0 && cfg->state_dir) {
+    struct stat st;
+    if (stat(cfg->state_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+      rc = cfg_fail(ld, ld->globals_line ? cfg_key_line(ld->text, "state_dir",
+                                                     ld->globals_line) : 1,
+                "global settings 'lumberjit': key 'state_dir' names %s, which "
+                "is not a directory", cfg->state_dir);
+  }
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    int line = cfg_key_line(ld->text, "path", p->line);
+    struct stat st;
+    if (p->type != INPUT_FILE) continue;
+    rc = check_read(ld, p, line, &st);
+    for (size_t j = 0; j < nw && rc == 0; j++)
+      if (w[j].exists && !S_ISCHR(st.st_mode) && st.st_dev == w[j].st.st_dev &&
+          st.st_ino == w[j].st.st_ino)
+        rc = cfg_fail(ld, line, "input '%s' reads %s ('%s' and '%s' are one file)",
+                  p->name, w[j].what, p->path, w[j].path);
+  }
+  free(w);
+  return rc;
+}
+

@@ -1,0 +1,261 @@
+/*
+ * config_keys.c - typed reads of a configuration table's keys, and the
+ * errors that name the file, the line and the key (config_internal.h).
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config_internal.h"
+
+const char *const config_role_names[] = {"input", "decoder", "encoder",
+                                         "output"};
+
+/* ---- line numbers from the source text ---- */
+
+/* The 1-based line, at or after `from`, that starts with `key =` (also
+ * `["key"] =`); `from` when there is none. */
+int cfg_key_line(const char *text, const char *key, int from)
+{
+  size_t klen = strlen(key);
+  int line = 1;
+
+  for (const char *p = text; *p; line++) {
+    const char *eol = strchr(p, '\n');
+    const char *s = p;
+    if (line >= from) {
+      while (*s == ' ' || *s == '\t' || *s == '{' || *s == ',') s++;
+      if (s[0] == '[' && (s[1] == '"' || s[1] == '\'')) s += 2;
+      if (strncmp(s, key, klen) == 0 &&
+          !(isalnum((unsigned char)s[klen]) || s[klen] == '_')) {
+        s += klen;
+        while (*s == ' ' || *s == '\t' || *s == '"' || *s == '\'' || *s == ']') s++;
+        if (s[0] == '=' && s[1] != '=') return line;
+      }
+    }
+    if (!eol) break;
+    p = eol + 1;
+  }
+  return from;
+}
+
+int cfg_fail(loader *ld, int line, const char *fmt, ...)
+{
+  va_list ap;
+  int n = snprintf(ld->err, ld->errlen, "%s:%d: ", ld->file, line);
+
+  va_start(ap, fmt);
+  if (n >= 0 && (size_t)n < ld->errlen)
+    vsnprintf(ld->err + n, ld->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* ---- typed reads of the plugin table on top of the stack ---- */
+
+/* How errors name the table: "output 'out' (stdout_output)", or "global
+ * settings 'lumberjit'". */
+static const char *table_label(const plugin_ctx *c, char *label, size_t len)
+{
+  if (c->type_name)
+    snprintf(label, len, "%s '%s' (%s)", config_role_names[c->p->role], c->p->name,
+             c->type_name);
+  else
+    snprintf(label, len, "global settings '%s'", c->p->name);
+  return label;
+}
+
+int cfg_key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
+{
+  char what[512], label[256];
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return cfg_fail(c->ld, cfg_key_line(c->ld->text, key, c->p->line),
+              "%s: key '%s' %s", table_label(c, label, sizeof label), key, what);
+}
+
+/* Pushes t[key] without metamethods (a config's metatable must not run
+ * outside the protected evaluation); returns its Lua type. */
+int cfg_get_key(lua_State *L, const char *key)
+{
+  lua_pushstring(L, key);
+  lua_rawget(L, -2);
+  return lua_type(L, -1);
+}
+
+int cfg_read_string(plugin_ctx *c, const char *key, bool required,
+                       char **out)
+{
+  lua_State *L = c->ld->L;
+  int t = cfg_get_key(L, key);
+  int rc = 0;
+
+  if (t == LUA_TNIL) {
+    if (required) rc = cfg_key_fail(c, key, "is required");
+  } else if (t != LUA_TSTRING) {
+    rc = cfg_key_fail(c, key, "must be a string, not a %s", lua_typename(L, t));
+  } else if (!(*out = strdup(lua_tostring(L, -1)))) {
+    rc = cfg_key_fail(c, key, "cannot be stored: out of memory");
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+/* A whole number in [0, max]; left unchanged when absent. */
+int cfg_read_count(plugin_ctx *c, const char *key, double max,
+                      uint64_t *out)
+{
+  lua_State *L = c->ld->L;
+  int t = cfg_get_key(L, key);
+  int rc = 0;
+
+  if (t == LUA_TNUMBER) {
+    double v = lua_tonumber(L, -1);
+    if (!(v >= 0 && v <= max) || v != (double)(uint64_t)v) /* NaN too */
+      rc = cfg_key_fail(c, key, "must be a whole number from 0 to %.0f", max);
+    else
+      *out = (uint64_t)v;
+  } else if (t != LUA_TNIL) {
+    rc = cfg_key_fail(c, key, "must be a number, not a %s", lua_typename(L, t));
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+void cfg_free_list(char **list)
+{
+  for (char **p = list; p && *p; p++) free(*p);
+  free(list);
+}
+
+/* A string, or a list of strings: *out becomes a NULL-terminated array. */
+int cfg_read_list(plugin_ctx *c, const char *key, bool required,
+                            char ***out)
+{
+  lua_State *L = c->ld->L;
+  int t = cfg_get_key(L, key);
+  size_t n = t == LUA_TTABLE ? lua_objlen(L, -1) : 1;
+  char **list = NULL;
+  int rc = 0;
+
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return required ? cfg_key_fail(c, key, "is required") : 0;
+  }
+  if (t != LUA_TSTRING && t != LUA_TTABLE) {
+    rc = cfg_key_fail(c, key, "must be a string or a list of strings, not a %s",
+                  lua_typename(L, t));
+  } else if (n == 0) {
+    rc = cfg_key_fail(c, key, "must name at least one pattern");
+  } else if (!(list = calloc(n + 1, sizeof *list))) {
+    rc = cfg_key_fail(c, key, "cannot be stored: out of memory");
+  }
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (t == LUA_TTABLE) lua_rawgeti(L, -1, (int)i + 1);
+    else lua_pushvalue(L, -1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      rc = cfg_key_fail(c, key, "item %zu must be a string, not a %s", i + 1,
+                    lua_typename(L, lua_type(L, -1)));
+    else if (!(list[i] = strdup(lua_tostring(L, -1))))
+      rc = cfg_key_fail(c, key, "cannot be stored: out of memory");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  if (rc != 0) cfg_free_list(list);
+  else *out = list;
+  return rc;
+}
+
+int cfg_read_bool(plugin_ctx *c, const char *key, bool *out)
+{
+  lua_State *L = c->ld->L;
+  int t = cfg_get_key(L, key);
+  int rc = 0;
+
+  if (t == LUA_TBOOLEAN) *out = lua_toboolean(L, -1);
+  else if (t != LUA_TNIL)
+    rc = cfg_key_fail(c, key, "must be true or false, not a %s", lua_typename(L, t));
+  lua_pop(L, 1);
+  return rc;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+  size_t la = strlen(a), lb = strlen(b), row[64];
+
+  if (lb >= 64 || la >= 64) return 64;
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+static bool in_list(const char *const *list, const char *key)
+{
+  for (; *list; list++)
+    if (strcmp(*list, key) == 0) return true;
+  return false;
+}
+
+/* Checks every key of the table on top of the stack against `known`. With
+ * open_ended, unknown keys are allowed unless they look like a typo. */
+int cfg_check_keys(plugin_ctx *c, const char *const *known, bool open_ended)
+{
+  lua_State *L = c->ld->L;
+
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    const char *key;
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      char label[256];
+      if (open_ended) continue;
+      lua_pop(L, 1);
+      return cfg_fail(c->ld, c->p->line, "%s: keys must be names",
+                  table_label(c, label, sizeof label));
+    }
+    key = lua_tostring(L, -1);
+    if (!in_list(known, key)) {
+      for (const char *const *k = known; *k; k++)
+        if (edit_distance(key, *k) <= 2) {
+          int rc = cfg_key_fail(c, key, "is unknown (did you mean '%s'?)", *k);
+          lua_pop(L, 1);
+          return rc;
+        }
+      if (!open_ended) {
+        char names[512] = "";
+        int rc;
+        for (const char *const *k = known; *k; k++)
+          snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                   k == known ? "" : ", ", *k);
+        rc = cfg_key_fail(c, key, "is unknown (known: %s)", names);
+        lua_pop(L, 1);
+        return rc;
+      }
+    }
+  }
+  return 0;
+}
+
+
+const char *cfg_file_kind(mode_t mode)
+{
+  return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO"
+       : S_ISSOCK(mode) ? "a socket" : "a device";
+}
