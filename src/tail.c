@@ -61,6 +61,12 @@ struct tail {
   bool handles, first_scan, stopping, warned_full;
 };
 
+static void free_list(char **list)
+{
+  for (char **p = list; p && *p; p++) free(*p);
+  free(list);
+}
+
 static char **copy_list(char **list)
 {
   size_t n = 0;
@@ -69,14 +75,11 @@ static char **copy_list(char **list)
   while (list && list[n]) n++;
   copy = calloc(n + 1, sizeof *copy);
   for (size_t i = 0; copy && i < n; i++)
-    if (!(copy[i] = strdup(list[i]))) return NULL;
+    if (!(copy[i] = strdup(list[i]))) {
+      free_list(copy);
+      return NULL;
+    }
   return copy;
-}
-
-static void free_list(char **list)
-{
-  for (char **p = list; p && *p; p++) free(*p);
-  free(list);
 }
 
 static void free_tail(tail *t)
@@ -192,8 +195,8 @@ static void open_source(tail *t, tail_file *f, int fd)
   input_read_more(&src->in); /* last: it may finish the source */
 }
 
-/* Opens path as the file f is (or, with f->ckpt NULL, becomes); -1 when it
- * cannot be opened or is another file now. */
+/* Opens path for reading; -1 when it cannot be opened or is not a regular
+ * file. */
 static int open_file(const char *path, struct stat *sb)
 {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

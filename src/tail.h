@@ -30,9 +30,14 @@
  *                     (default 5000) it is closed; the new file at the path
  *                     is read from its head;
  *   copytruncate      a file shorter than the offset read, or whose first
- *                     bytes changed, is read again from 0 (what was written
- *                     between the last read and the truncation is in the
- *                     copy, which is read only if a pattern matches it);
+ *                     bytes changed, is read again from 0; a new file whose
+ *                     first bytes (1 KiB, at least 64) are those of a file
+ *                     being read, or truncated a moment ago, is taken for
+ *                     its copy and read from where the original was read
+ *                     to, so what was written between the last read and
+ *                     the truncation comes from the copy (if a pattern
+ *                     matches it). A new file shorter than 1 KiB is held
+ *                     open for YOUNG_FILE_WAIT_MS first, until it tells;
  *   delete            an open file is read to its end, then closed;
  *   symlink retarget  the old target is finished as if renamed.
  *
