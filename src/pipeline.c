@@ -190,7 +190,7 @@ static void on_chunk_done(void *ud, input *in)
   src->ticket = NULL;
   src->in_flight++;
   if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
-  worker_submit(src->owner->w, job);
+  worker_queue(src->owner->w, job);
   hold_or_go(pl, src);
 }
 
@@ -254,6 +254,23 @@ static void adopt(pipeline *pl, work_job *job)
   src->in_flight--;
   if (src->read_all && src->in_flight == 0) source_finished(pl, src);
   else hold_or_go(pl, src);
+}
+
+/* Before the loop waits (prepare) and after its I/O callbacks (check):
+ * what the iteration queued goes to the workers at once. */
+static void send_jobs(pipeline *pl)
+{
+  for (size_t i = 0; i < pl->nworkers; i++) worker_send(&pl->workers[i]);
+}
+
+void pipeline_send_before(uv_prepare_t *h)
+{
+  send_jobs(h->data);
+}
+
+void pipeline_send_after(uv_check_t *h)
+{
+  send_jobs(h->data);
 }
 
 void pipeline_jobs_back(uv_async_t *a)

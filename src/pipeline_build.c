@@ -384,6 +384,13 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   uv_async_init(loop, &pl->notify, pipeline_jobs_back);
   pl->notify.data = pl;
   uv_unref((uv_handle_t *)&pl->notify);
+  uv_prepare_init(loop, &pl->send_before);
+  uv_check_init(loop, &pl->send_after);
+  pl->send_before.data = pl->send_after.data = pl;
+  uv_prepare_start(&pl->send_before, pipeline_send_before);
+  uv_check_start(&pl->send_after, pipeline_send_after);
+  uv_unref((uv_handle_t *)&pl->send_before);
+  uv_unref((uv_handle_t *)&pl->send_after);
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
   pl->snapshot.inputs = calloc(cfg->nplugins, sizeof *pl->snapshot.inputs);
@@ -447,6 +454,8 @@ static void close_handles(pipeline *pl)
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_close((uv_handle_t *)&pl->notify, NULL);
+  uv_close((uv_handle_t *)&pl->send_before, NULL);
+  uv_close((uv_handle_t *)&pl->send_after, NULL);
   uv_run(pl->loop, UV_RUN_NOWAIT);
 }
 

@@ -136,15 +136,24 @@ int worker_start(worker *w, uv_async_t *notify, char *err, size_t errlen)
   return 0;
 }
 
-void worker_submit(worker *w, work_job *job)
+void worker_queue(worker *w, work_job *job)
 {
   job->next = NULL;
+  if (w->queued_tail) w->queued_tail->next = job;
+  else w->queued = job;
+  w->queued_tail = job;
+}
+
+void worker_send(worker *w)
+{
+  if (!w->queued) return;
   pthread_mutex_lock(&w->lock);
-  if (w->todo_tail) w->todo_tail->next = job;
-  else w->todo = job;
-  w->todo_tail = job;
+  if (w->todo_tail) w->todo_tail->next = w->queued;
+  else w->todo = w->queued;
+  w->todo_tail = w->queued_tail;
   pthread_cond_signal(&w->wake);
   pthread_mutex_unlock(&w->lock);
+  w->queued = w->queued_tail = NULL;
 }
 
 work_job *worker_take_done(worker *w)

@@ -64,6 +64,7 @@ struct worker {
   pthread_mutex_t lock;
   pthread_cond_t wake;
   work_job *todo, *todo_tail;   /* to the worker */
+  work_job *queued, *queued_tail; /* the loop thread's, until worker_send */
   work_job *done, *done_tail;   /* back to the loop */
   bool quit, started, ready, failed;
   char error[512];
@@ -84,7 +85,11 @@ struct worker {
 /* Starts the thread and waits until it has built its router; -1 with the
  * reason when building failed. */
 int worker_start(worker *w, uv_async_t *notify, char *err, size_t errlen);
-void worker_submit(worker *w, work_job *job);
+/* Loop thread: queues a job; worker_send hands the queue over with one
+ * lock and one wake-up, so the reads of one loop iteration (many files
+ * changing at once) cost the worker one wake-up, not one each. */
+void worker_queue(worker *w, work_job *job);
+void worker_send(worker *w);
 /* The next job that came back, or NULL. Loop thread. */
 work_job *worker_take_done(worker *w);
 /* Stops and joins the thread; its router is freed on the thread. */
