@@ -242,9 +242,33 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
   lua_settop(L, top);
 }
 
+static bool name_before(const msg *m, const msg_field *a, const msg_field *b)
+{
+  size_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
+  int c = memcmp(msg_str(m, a->name), msg_str(m, b->name), n);
+
+  return c < 0 || (c == 0 && a->name.len < b->name.len);
+}
+
+/* A Lua table's order is its hash layout's, which LuaJIT seeds anew for
+ * each state: fields go in name order instead, so that encoders write the
+ * same record the same way every run. Insertion sort: a message has a
+ * handful of fields. */
+static void sort_fields(msg *m, uint32_t from)
+{
+  for (uint32_t i = from + 1; i < m->nfields; i++) {
+    msg_field f = m->fields[i];
+    uint32_t j = i;
+    for (; j > from && name_before(m, &f, &m->fields[j - 1]); j--)
+      m->fields[j] = m->fields[j - 1];
+    m->fields[j] = f;
+  }
+}
+
 static void add_fields(lua_State *L, sandbox *sb, msg *m)
 {
   int t = lua_gettop(L);
+  uint32_t from = m->nfields;
 
   if (lua_type(L, t) != LUA_TTABLE)
     luaL_error(L, "inject_message: Fields must be a table, not a %s",
@@ -259,6 +283,7 @@ static void add_fields(lua_State *L, sandbox *sb, msg *m)
     add_field(L, sb, m, name, len);
     lua_pop(L, 1);
   }
+  sort_fields(m, from);
 }
 
 /* One header key of the message table (value on top of the stack). */

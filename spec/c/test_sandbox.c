@@ -131,6 +131,14 @@ static void test_decoder_api(void)
   CHECK(f && f->type == MSG_INTEGER && msg_field_values(&batch.msgs[0], f)->i == 5);
   f = msg_find_field(&batch.msgs[0], "ok", 2, 0);
   CHECK(f && f->type == MSG_BOOL && msg_field_values(&batch.msgs[0], f)->b);
+  /* In name order, whatever the table's. */
+  CHECK(batch.msgs[0].nfields == 4);
+  for (uint32_t i = 0; i < batch.msgs[0].nfields && i < 4; i++) {
+    static const char *const order[] = {"i", "n", "ok", "tags"};
+    msg_span s = batch.msgs[0].fields[i].name;
+    CHECK(s.len == strlen(order[i]) &&
+          memcmp(msg_str(&batch.msgs[0], s), order[i], s.len) == 0);
+  }
 
   CHECK(decode(sb, "bad", &res) == SANDBOX_REJECTED);
   CHECK_CONTAINS(res.reason, "not a greeting");

@@ -16,6 +16,9 @@ describe("examples/stdin-syslog-json.lua", function()
     local docs = {}
     for _, line in ipairs(run.lines(r.stdout)) do docs[#docs + 1] = cjson.decode(line) end
     assert.are.equal(6, #docs)
+    -- Fields come in name order, the same on every run.
+    assert.matches('"pri":44,"programname":"jls","syslogfacility":5,"syslogtag":"jls:"}$',
+                   run.lines(r.stdout)[1])
     -- W3's line; the senders' clocks are in Asia/Shanghai (UTC+8).
     local w3 = docs[1]
     assert.matches("^%d%d%d%d%-05%-19T10:30:17%.000Z$", w3["@timestamp"])
