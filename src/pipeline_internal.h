@@ -105,8 +105,8 @@ struct pipeline {
   worker *workers;
   size_t nworkers;
   uv_async_t notify;         /* workers: jobs came back */
-  uv_prepare_t send_before;  /* pipeline_send_jobs, each loop iteration */
-  uv_check_t send_after;
+  uv_prepare_t send_before;  /* queued jobs go to the workers: before the */
+  uv_check_t send_after;     /* loop waits and after its I/O callbacks */
   work_job *spare_jobs;
   size_t jobs_in_flight;
   uv_timer_t deadline;       /* started when stopping */
@@ -131,6 +131,7 @@ void pipeline_input_done(pl_input *pi);
 bool pipeline_writes(pipeline *pl, const struct stat *sb);
 output_events pipeline_sink_events(pipeline *pl);
 void pipeline_jobs_back(uv_async_t *a);
+/* What the loop iteration queued goes to the workers (worker_send). */
 void pipeline_send_before(uv_prepare_t *h);
 void pipeline_send_after(uv_check_t *h);
 /* Calls fn on every sink: the outputs', then the dead-letter file's. */
