@@ -466,8 +466,8 @@ void config_free(config *cfg)
     free(p->module_dirs);
     free(p->encoder);
     free(p->message_matcher);
-    cfg_free_list(p->tail.paths);
-    cfg_free_list(p->tail.exclude);
+    config_list_free(p->tail.paths);
+    config_list_free(p->tail.exclude);
     free(p->tail.path_field);
     free(p->tail.join.pattern);
   }
@@ -477,6 +477,27 @@ void config_free(config *cfg)
   free(cfg->dead_letter_output);
   free(cfg->state_dir);
   memset(cfg, 0, sizeof *cfg);
+}
+
+void config_list_free(char **list)
+{
+  for (char **p = list; p && *p; p++) free(*p);
+  free(list);
+}
+
+char **config_list_copy(char *const *list)
+{
+  size_t n = 0;
+  char **copy;
+
+  while (list && list[n]) n++;
+  copy = calloc(n + 1, sizeof *copy);
+  for (size_t i = 0; copy && i < n; i++)
+    if (!(copy[i] = strdup(list[i]))) {
+      config_list_free(copy);
+      return NULL;
+    }
+  return copy;
 }
 
 const config_plugin *config_find(const config *cfg, const char *name,

@@ -110,5 +110,9 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen);
 void config_free(config *cfg);
 const config_plugin *config_find(const config *cfg, const char *name,
                                  config_role role);
+/* NULL-terminated lists of strings (paths, exclude): a copy that lives
+ * apart from the config (NULL when out of memory), and freeing one. */
+char **config_list_copy(char *const *list);
+void config_list_free(char **list);
 
 #endif

@@ -64,7 +64,6 @@ int cfg_read_count(plugin_ctx *c, const char *key, double max, uint64_t *out);
 int cfg_read_bool(plugin_ctx *c, const char *key, bool *out);
 /* A string, or a list of strings: a NULL-terminated array. */
 int cfg_read_list(plugin_ctx *c, const char *key, bool required, char ***out);
-void cfg_free_list(char **list);
 /* "a directory", "a FIFO", ...: what a file that is not regular is. */
 const char *cfg_file_kind(mode_t mode);
 /* Every key must be known (one within two edits is taken for a typo);

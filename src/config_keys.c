@@ -128,12 +128,6 @@ int cfg_read_count(plugin_ctx *c, const char *key, double max,
   return rc;
 }
 
-void cfg_free_list(char **list)
-{
-  for (char **p = list; p && *p; p++) free(*p);
-  free(list);
-}
-
 /* A string, or a list of strings: *out becomes a NULL-terminated array. */
 int cfg_read_list(plugin_ctx *c, const char *key, bool required,
                             char ***out)
@@ -167,7 +161,7 @@ int cfg_read_list(plugin_ctx *c, const char *key, bool required,
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-  if (rc != 0) cfg_free_list(list);
+  if (rc != 0) config_list_free(list);
   else *out = list;
   return rc;
 }

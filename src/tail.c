@@ -61,27 +61,6 @@ struct tail {
   bool handles, first_scan, stopping, warned_full;
 };
 
-static void free_list(char **list)
-{
-  for (char **p = list; p && *p; p++) free(*p);
-  free(list);
-}
-
-static char **copy_list(char **list)
-{
-  size_t n = 0;
-  char **copy;
-
-  while (list && list[n]) n++;
-  copy = calloc(n + 1, sizeof *copy);
-  for (size_t i = 0; copy && i < n; i++)
-    if (!(copy[i] = strdup(list[i]))) {
-      free_list(copy);
-      return NULL;
-    }
-  return copy;
-}
-
 static void free_tail(tail *t)
 {
   if (!t) return;
@@ -92,8 +71,8 @@ static void free_tail(tail *t)
     free(f->path);
     free(f);
   }
-  free_list(t->cfg.paths);
-  free_list(t->cfg.exclude);
+  config_list_free(t->cfg.paths);
+  config_list_free(t->cfg.exclude);
   free(t->cfg.join.pattern);
   free(t);
 }
@@ -106,8 +85,8 @@ static tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
   if (t) {
     t->pi = pi;
     t->cfg = *cfg;
-    t->cfg.paths = copy_list(cfg->paths);
-    t->cfg.exclude = copy_list(cfg->exclude);
+    t->cfg.paths = config_list_copy(cfg->paths);
+    t->cfg.exclude = config_list_copy(cfg->exclude);
     t->cfg.join.pattern = cfg->join.pattern ? strdup(cfg->join.pattern) : NULL;
   }
   if (!t || !t->cfg.paths || !t->cfg.exclude ||

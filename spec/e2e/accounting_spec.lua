@@ -40,6 +40,21 @@ local function records(n)
   return out
 end
 
+-- stdin -> rsyslog decoder -> JSON -> out.json; lines over 256 bytes are
+-- cut into pieces, which go to dead.log.
+local config = [[
+lumberjit = { dead_letter_path = "dead.log" }
+stdin = { type = "stdin_input", decoder = "rsyslog", max_line = 256 }
+rsyslog = {
+  type = "decoder",
+  filename = "decoders/rsyslog.lua",
+  template = "<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\n",
+  tz = "Asia/Shanghai",
+}
+json = { type = "encoder", filename = "encoders/json.lua" }
+out = { type = "file_output", path = "out.json", encoder = "json", message_matcher = "TRUE" }
+]]
+
 -- Lines over max_line (256) are cut into max_line pieces, each a dead
 -- letter: how many lines that is, and how many pieces.
 local function pieces_of(lines)
@@ -57,18 +72,7 @@ describe("record accounting", function()
   it("accounts for every record of a hostile mix exactly once", function()
     local lines = records(3000)
     local r = run.lumberjit{
-      config = [[
-lumberjit = { dead_letter_path = "dead.log" }
-stdin = { type = "stdin_input", decoder = "rsyslog", max_line = 256 }
-rsyslog = {
-  type = "decoder",
-  filename = "decoders/rsyslog.lua",
-  template = "<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\n",
-  tz = "Asia/Shanghai",
-}
-json = { type = "encoder", filename = "encoders/json.lua" }
-out = { type = "file_output", path = "out.json", encoder = "json", message_matcher = "TRUE" }
-]],
+      config = config,
       input = table.concat(lines, "\n") .. "\n",
     }
     assert.are.equal(0, r.status)
@@ -98,17 +102,7 @@ out = { type = "file_output", path = "out.json", encoder = "json", message_match
     local dir = run.tmpdir()
     local input = table.concat(lines, "\n") .. "\n"
     run.write(dir .. "/input", input)
-    run.write(dir .. "/config.lua", [[
-lumberjit = { dead_letter_path = "dead.log" }
-stdin = { type = "stdin_input", decoder = "rsyslog", max_line = 256 }
-rsyslog = {
-  type = "decoder",
-  filename = "decoders/rsyslog.lua",
-  template = "<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\n",
-}
-json = { type = "encoder", filename = "encoders/json.lua" }
-out = { type = "file_output", path = "out.json", encoder = "json", message_matcher = "TRUE" }
-]])
+    run.write(dir .. "/config.lua", config)
     -- About 60,000 bytes arrive, cut in the middle of a line; then the stop.
     local cut = 60000
     while input:sub(cut, cut) == "\n" do cut = cut + 1 end

@@ -106,6 +106,29 @@ local function numbers(tag, from, to)
   return out
 end
 
+-- Tails `pattern` while a writer writes "line 1" .. "line 20000" to
+-- logs/app.log and real logrotate rotates it 5 times in `mode` (create or
+-- copytruncate), keeping every rotated file; lumberjit has read them all
+-- and stopped (status 0) when this returns the directory.
+local function rotate_while_writing(pattern, mode)
+  local dir = setup({ pattern })
+  run.write(dir .. "/rotate.conf", dir .. "/logs/app.log {\n  rotate 50\n  " .. mode .. "\n  missingok\n}\n")
+  run.write(dir .. "/logs/app.log", "")
+  start(dir)
+  sh(dir, "(" .. writer(dir, "logs/app.log", "line", 1, 20000) .. ") & w=$!; "
+    .. "for k in 1 2 3 4 5; do sleep 0.3; logrotate -f -s lr.state rotate.conf; done; wait $w")
+  wait_lines(dir, 20000)
+  assert.are.equal(0, stop(dir))
+  return dir
+end
+
+-- The paths of the files in dir/logs.
+local function log_files(dir)
+  local files = {}
+  for name in io.popen("ls " .. run.quote(dir .. "/logs")):lines() do files[#files + 1] = dir .. "/logs/" .. name end
+  return files
+end
+
 describe("tail_input", function()
   it("starts existing files at their end, reads new files from their head, and follows both", function()
     local dir = setup({ "logs/*.log" })
@@ -122,14 +145,7 @@ describe("tail_input", function()
   end)
 
   it("reads every line through logrotate's create rotation while a writer writes", function()
-    local dir = setup({ "logs/app.log" })
-    run.write(dir .. "/rotate.conf", dir .. "/logs/app.log {\n  rotate 50\n  create\n  missingok\n}\n")
-    run.write(dir .. "/logs/app.log", "")
-    start(dir)
-    sh(dir, "(" .. writer(dir, "logs/app.log", "line", 1, 20000) .. ") & w=$!; "
-      .. "for k in 1 2 3 4 5; do sleep 0.3; logrotate -f -s lr.state rotate.conf; done; wait $w")
-    wait_lines(dir, 20000)
-    assert.are.equal(0, stop(dir))
+    local dir = rotate_while_writing("logs/app.log", "create")
     assert.is_true(#run.lines(run.read(dir .. "/logs/app.log.5") or "") > 0, "logrotate rotated 5 times")
     -- Every line once; in order per file (files are read side by side,
     -- so the old file's last lines may come after the new one's first).
@@ -137,21 +153,12 @@ describe("tail_input", function()
     assert.are.equal(20000, #got)
     local seen = count(got)
     for _, line in ipairs(numbers("line", 1, 20000)) do assert.are.equal(1, seen[line], line) end
-    for file in io.popen("ls " .. dir .. "/logs"):lines() do
-      assert_all_in_order(run.lines(run.read(dir .. "/logs/" .. file)), got)
-    end
+    for _, file in ipairs(log_files(dir)) do assert_all_in_order(run.lines(run.read(file)), got) end
     run.cleanup(dir)
   end)
 
   it("reads every line through logrotate's copytruncate rotation while a writer writes", function()
-    local dir = setup({ "logs/app.log*" })
-    run.write(dir .. "/rotate.conf", dir .. "/logs/app.log {\n  rotate 50\n  copytruncate\n  missingok\n}\n")
-    run.write(dir .. "/logs/app.log", "")
-    start(dir)
-    sh(dir, "(" .. writer(dir, "logs/app.log", "line", 1, 20000) .. ") & w=$!; "
-      .. "for k in 1 2 3 4 5; do sleep 0.3; logrotate -f -s lr.state rotate.conf; done; wait $w")
-    wait_lines(dir, 20000)
-    assert.are.equal(0, stop(dir))
+    local dir = rotate_while_writing("logs/app.log*", "copytruncate")
     local stderr = run.read(dir .. "/stderr")
     assert.matches("was truncated", stderr)
     assert.matches("is a copy of", stderr)
@@ -160,8 +167,8 @@ describe("tail_input", function()
     -- written in that window and not read yet are in no file (logrotate's
     -- own loss): all others arrive.
     local on_disk = {}
-    for file in io.popen("ls " .. dir .. "/logs"):lines() do
-      for _, line in ipairs(run.lines(run.read(dir .. "/logs/" .. file))) do on_disk[#on_disk + 1] = line end
+    for _, file in ipairs(log_files(dir)) do
+      for _, line in ipairs(run.lines(run.read(file))) do on_disk[#on_disk + 1] = line end
     end
     local seen = count(run.lines(run.read(dir .. "/out.log")))
     local dups = 0
