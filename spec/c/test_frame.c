@@ -1,0 +1,171 @@
+/*
+ * test_frame.c - syslog stream framing (RFC 6587): both framings, the
+ * first frame deciding, frames split at every byte, overlong messages in
+ * pieces, malformed frames and where reading resyncs.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "frame.h"
+
+#define MAX_OUT 16
+
+typedef struct {
+  char text[MAX_OUT][128];
+  unsigned piece[MAX_OUT];
+  bool bad[MAX_OUT];
+  char reason[MAX_OUT][128];
+  int n;
+} got;
+
+static void on_message(void *ud, const char *bytes, size_t len, unsigned piece)
+{
+  got *g = ud;
+
+  if (g->n < MAX_OUT) {
+    snprintf(g->text[g->n], sizeof g->text[0], "%.*s", (int)len, bytes);
+    g->piece[g->n] = piece;
+  }
+  g->n++;
+}
+
+static void on_malformed(void *ud, const char *bytes, size_t len,
+                         const char *reason)
+{
+  got *g = ud;
+
+  if (g->n < MAX_OUT) {
+    snprintf(g->text[g->n], sizeof g->text[0], "%.*s", (int)len, bytes);
+    snprintf(g->reason[g->n], sizeof g->reason[0], "%s", reason);
+    g->bad[g->n] = true;
+  }
+  g->n++;
+}
+
+/* Feeds the stream whole, then again one byte at a time: both must give
+ * the same frames. Returns the byte-at-a-time result in *g. */
+static void frames(framing mode, size_t max, const char *stream, bool end,
+                   got *g)
+{
+  frame_handler h = {on_message, on_malformed, NULL};
+  got whole = {0};
+  frame_reader f;
+
+  h.ud = &whole;
+  frame_init(&f, mode, max);
+  frame_feed(&f, stream, strlen(stream), &h);
+  if (end) frame_end(&f, &h);
+  frame_free(&f);
+
+  *g = (got){0};
+  h.ud = g;
+  frame_init(&f, mode, max);
+  for (size_t i = 0; stream[i]; i++) frame_feed(&f, &stream[i], 1, &h);
+  if (end) frame_end(&f, &h);
+  frame_free(&f);
+  CHECK(whole.n == g->n);
+  for (int i = 0; i < whole.n && i < MAX_OUT; i++)
+    CHECK(strcmp(whole.text[i], g->text[i]) == 0 &&
+          whole.piece[i] == g->piece[i] && whole.bad[i] == g->bad[i]);
+}
+
+static void test_octet_counted(void)
+{
+  got g;
+
+  frames(FRAMING_AUTO, 100, "11 <13>a b c:d4 <1>x\n12 <13>e\nf g h ", false,
+         &g);
+  CHECK(g.n == 3);
+  CHECK(strcmp(g.text[0], "<13>a b c:d") == 0 && g.piece[0] == 0);
+  CHECK(strcmp(g.text[1], "<1>x") == 0);
+  /* An LF between frames is skipped; one inside a frame is its own. */
+  CHECK(strcmp(g.text[2], "<13>e\nf g h ") == 0);
+}
+
+static void test_newline(void)
+{
+  got g;
+
+  frames(FRAMING_AUTO, 100, "<13>one\r\n\n<14>two\n2026 no pri\nlast", true,
+         &g);
+  CHECK(g.n == 4);
+  CHECK(strcmp(g.text[0], "<13>one") == 0); /* the CR of CRLF goes */
+  CHECK(strcmp(g.text[1], "<14>two") == 0); /* empty lines are no messages */
+  CHECK(strcmp(g.text[2], "2026 no pri") == 0);
+  CHECK(strcmp(g.text[3], "last") == 0);    /* ended by the stream's end */
+  /* A first line starting with digits decides for lines too. */
+  frames(FRAMING_AUTO, 100, "2026-05-19 up\n12 <13>abcdefgh\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "2026-05-19 up") == 0 &&
+        strcmp(g.text[1], "12 <13>abcdefgh") == 0);
+  /* Configured newline framing never reads counts. */
+  frames(FRAMING_NEWLINE, 100, "5 <1>a\n", true, &g);
+  CHECK(g.n == 1 && strcmp(g.text[0], "5 <1>a") == 0);
+}
+
+static void test_pieces(void)
+{
+  got g;
+
+  frames(FRAMING_AUTO, 4, "abcd\nabcdefghij\n", true, &g);
+  CHECK(g.n == 4);
+  CHECK(strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 0); /* exactly max */
+  CHECK(strcmp(g.text[1], "abcd") == 0 && g.piece[1] == 1);
+  CHECK(strcmp(g.text[2], "efgh") == 0 && g.piece[2] == 2);
+  CHECK(strcmp(g.text[3], "ij") == 0 && g.piece[3] == 3);
+  frames(FRAMING_OCTET_COUNTED, 4, "6 abcdef2 gh", true, &g);
+  CHECK(g.n == 3 && g.piece[0] == 1 && g.piece[1] == 2 &&
+        strcmp(g.text[1], "ef") == 0 && strcmp(g.text[2], "gh") == 0 &&
+        g.piece[2] == 0);
+}
+
+static void test_malformed(void)
+{
+  got g;
+
+  /* Configured octet counting: a bad count is malformed up to the LF. */
+  frames(FRAMING_OCTET_COUNTED, 100, "12x <13>a\n4 <1>b<1>c\n", true, &g);
+  CHECK(g.n == 3);
+  CHECK(g.bad[0] && strcmp(g.text[0], "12x <13>a") == 0 &&
+        strstr(g.reason[0], "no space after the octet count"));
+  CHECK(!g.bad[1] && strcmp(g.text[1], "<1>b") == 0);
+  CHECK(g.bad[2] && strcmp(g.text[2], "<1>c") == 0 &&
+        strstr(g.reason[2], "starts with no octet count"));
+  frames(FRAMING_OCTET_COUNTED, 100, "1234567890 x\n", true, &g);
+  CHECK(g.n == 1 && g.bad[0] && strcmp(g.text[0], "1234567890 x") == 0 &&
+        strstr(g.reason[0], "longer than 9 digits"));
+  /* The peer closing mid-frame. */
+  frames(FRAMING_AUTO, 100, "3 <1>10 <13>ab", true, &g);
+  CHECK(g.n == 2 && !g.bad[0] && strcmp(g.text[0], "<1>") == 0);
+  CHECK(g.bad[1] && strcmp(g.text[1], "<13>ab") == 0 &&
+        strstr(g.reason[1], "ended 4 bytes short of a 10-byte frame"));
+  frames(FRAMING_AUTO, 100, "3 <1>10 ", true, &g);
+  CHECK(g.n == 2 && g.bad[1] && g.text[1][0] == '\0');
+  frames(FRAMING_OCTET_COUNTED, 100, "3 <1>12", true, &g);
+  CHECK(g.n == 2 && g.bad[1] && strcmp(g.text[1], "12") == 0 &&
+        strstr(g.reason[1], "ended within an octet count"));
+}
+
+static void test_datagrams(void)
+{
+  frame_handler h = {on_message, on_malformed, NULL};
+  got g = {0};
+
+  h.ud = &g;
+  frame_datagram(100, "<13>a\n", 6, &h);
+  frame_datagram(100, "\n", 1, &h);
+  frame_datagram(3, "abcdefg", 7, &h);
+  CHECK(g.n == 4 && strcmp(g.text[0], "<13>a") == 0 && g.piece[0] == 0);
+  CHECK(strcmp(g.text[1], "abc") == 0 && g.piece[1] == 1 &&
+        strcmp(g.text[3], "g") == 0 && g.piece[3] == 3);
+}
+
+int main(void)
+{
+  test_octet_counted();
+  test_newline();
+  test_pieces();
+  test_malformed();
+  test_datagrams();
+  return check_summary();
+}

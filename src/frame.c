@@ -1,0 +1,244 @@
+/* frame.c - see frame.h. */
+#include "frame.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* An octet count has at most this many digits: frames up to ~1 GB. */
+#define COUNT_DIGITS_MAX 9
+
+void frame_init(frame_reader *f, framing mode, size_t max)
+{
+  *f = (frame_reader){.mode = mode,
+                      .counted_by_config = mode == FRAMING_OCTET_COUNTED,
+                      .max = max ? max : 1};
+}
+
+void frame_free(frame_reader *f)
+{
+  buf_free(&f->held);
+}
+
+bool frame_holding(const frame_reader *f)
+{
+  return f->state != FRAME_START || f->held.len > 0;
+}
+
+/* A piece of an overlong message, or of malformed bytes. */
+static void hand_piece(frame_reader *f, const frame_handler *h,
+                       const char *bytes, size_t len)
+{
+  if (f->state == FRAME_GARBAGE) h->malformed(h->ud, bytes, len, f->reason);
+  else h->message(h->ud, bytes, len, ++f->piece);
+}
+
+/* Holds bytes of the current message; once it is known to be longer than
+ * max (more bytes come while max are held), the held ones go on as a
+ * piece. Out of memory, held and new bytes go on as pieces at once. */
+static void add(frame_reader *f, const frame_handler *h, const char *bytes,
+                size_t len)
+{
+  while (len > 0) {
+    size_t take;
+    if (f->held.len == f->max) {
+      hand_piece(f, h, f->held.data, f->held.len);
+      f->held.len = 0;
+    }
+    take = f->max - f->held.len < len ? f->max - f->held.len : len;
+    if (!buf_append(&f->held, bytes, take)) {
+      if (f->held.len > 0) hand_piece(f, h, f->held.data, f->held.len);
+      f->held.len = 0;
+      hand_piece(f, h, bytes, take);
+    }
+    bytes += take;
+    len -= take;
+  }
+}
+
+/* The current message ends with these bytes. One that came whole in this
+ * read goes on from the caller's buffer; an empty one is no message. */
+static void end_message(frame_reader *f, const frame_handler *h,
+                        const char *bytes, size_t len)
+{
+  bool garbage = f->state == FRAME_GARBAGE;
+
+  if (f->held.len == 0 && f->piece == 0 && len <= f->max) {
+    if (len == 0) {
+    } else if (garbage) {
+      h->malformed(h->ud, bytes, len, f->reason);
+    } else {
+      h->message(h->ud, bytes, len, 0);
+    }
+  } else {
+    add(f, h, bytes, len);
+    if (garbage) h->malformed(h->ud, f->held.data, f->held.len, f->reason);
+    else h->message(h->ud, f->held.data, f->held.len, f->piece ? ++f->piece : 0);
+  }
+  f->held.len = 0;
+  f->piece = 0;
+  f->state = FRAME_START;
+}
+
+/* What was read is no frame: it is held as malformed up to the next LF. */
+static void garbage(frame_reader *f, const frame_handler *h, const char *why)
+{
+  char digits[COUNT_DIGITS_MAX + 1];
+  int n = f->state == FRAME_COUNT ? snprintf(digits, sizeof digits, "%zu",
+                                             f->count)
+                                  : 0;
+
+  snprintf(f->reason, sizeof f->reason, "octet-counted framing: %s", why);
+  f->state = FRAME_GARBAGE;
+  add(f, h, digits, (size_t)n);
+}
+
+/* FRAMING_AUTO: the first frame was no count, so the stream is lines; the
+ * digits read are the start of the first. */
+static void lines_after_all(frame_reader *f, const frame_handler *h)
+{
+  char digits[COUNT_DIGITS_MAX + 1];
+  int n = f->state == FRAME_COUNT ? snprintf(digits, sizeof digits, "%zu",
+                                             f->count)
+                                  : 0;
+
+  f->mode = FRAMING_NEWLINE;
+  f->state = FRAME_LINE;
+  add(f, h, digits, (size_t)n);
+}
+
+/* Reads count digits; returns the bytes used. */
+static size_t read_count(frame_reader *f, const frame_handler *h,
+                         const char *p, const char *end)
+{
+  const char *start = p;
+
+  while (p < end && *p >= '0' && *p <= '9' && f->digits < COUNT_DIGITS_MAX) {
+    f->count = f->count * 10 + (size_t)(*p++ - '0');
+    f->digits++;
+  }
+  if (p == end) return (size_t)(p - start);
+  if (*p == ' ') {
+    if (f->mode == FRAMING_AUTO) f->mode = FRAMING_OCTET_COUNTED;
+    f->state = FRAME_OCTETS;
+    f->frame_len = f->count;
+    return (size_t)(p + 1 - start);
+  }
+  if (f->mode == FRAMING_AUTO) lines_after_all(f, h);
+  else if (*p >= '0' && *p <= '9') garbage(f, h, "an octet count longer "
+                                                 "than 9 digits");
+  else garbage(f, h, "no space after the octet count");
+  return (size_t)(p - start);
+}
+
+/* Up to and without the next LF (and a CR before it) ends the message. */
+static size_t read_line(frame_reader *f, const frame_handler *h,
+                        const char *p, const char *end)
+{
+  const char *nl = memchr(p, '\n', (size_t)(end - p));
+  size_t len;
+
+  if (!nl) {
+    add(f, h, p, (size_t)(end - p));
+    return (size_t)(end - p);
+  }
+  len = (size_t)(nl - p);
+  if (len > 0 && p[len - 1] == '\r') len--;
+  else if (len == 0 && f->held.len > 0 && f->held.data[f->held.len - 1] == '\r')
+    f->held.len--;
+  end_message(f, h, p, len);
+  return (size_t)(nl + 1 - p);
+}
+
+/* What a frame starts with says what it is. */
+static size_t read_start(frame_reader *f, const frame_handler *h, char c)
+{
+  if (f->mode == FRAMING_NEWLINE) {
+    f->state = FRAME_LINE;
+    return 0;
+  }
+  if (c == '\n' || c == '\r') return 1; /* between octet-counted frames */
+  f->count = 0;
+  f->digits = 0;
+  if (c >= '1' && c <= '9') {
+    f->state = FRAME_COUNT;
+    return 0;
+  }
+  if (f->mode == FRAMING_AUTO) {
+    lines_after_all(f, h);
+    return 0;
+  }
+  garbage(f, h, "a frame that starts with no octet count");
+  return 0;
+}
+
+void frame_feed(frame_reader *f, const char *bytes, size_t len,
+                const frame_handler *h)
+{
+  const char *p = bytes, *end = bytes + len;
+
+  while (p < end) {
+    size_t n;
+    switch (f->state) {
+    case FRAME_START:
+      p += read_start(f, h, *p);
+      break;
+    case FRAME_COUNT:
+      p += read_count(f, h, p, end);
+      break;
+    case FRAME_OCTETS:
+      n = f->count < (size_t)(end - p) ? f->count : (size_t)(end - p);
+      f->count -= n;
+      if (f->count == 0) end_message(f, h, p, n);
+      else add(f, h, p, n);
+      p += n;
+      break;
+    case FRAME_LINE:
+    case FRAME_GARBAGE:
+      p += read_line(f, h, p, end);
+      break;
+    }
+  }
+}
+
+void frame_end(frame_reader *f, const frame_handler *h)
+{
+  switch (f->state) {
+  case FRAME_START:
+    break;
+  case FRAME_COUNT:
+    if (f->mode == FRAMING_AUTO) lines_after_all(f, h);
+    else garbage(f, h, "the stream ended within an octet count");
+    end_message(f, h, NULL, 0);
+    break;
+  case FRAME_OCTETS:
+    f->state = FRAME_GARBAGE;
+    snprintf(f->reason, sizeof f->reason, "octet-counted framing: the "
+             "stream ended %zu bytes short of a %zu-byte frame", f->count,
+             f->frame_len);
+    /* Even a frame with no bytes yet is reported, by its count. */
+    if (f->held.len == 0 && f->piece == 0) h->malformed(h->ud, "", 0, f->reason);
+    end_message(f, h, NULL, 0);
+    break;
+  case FRAME_LINE:
+  case FRAME_GARBAGE:
+    end_message(f, h, NULL, 0);
+    break;
+  }
+}
+
+void frame_datagram(size_t max, const char *bytes, size_t len,
+                    const frame_handler *h)
+{
+  if (len > 0 && bytes[len - 1] == '\n') len--;
+  if (len == 0) return;
+  if (len <= max) {
+    h->message(h->ud, bytes, len, 0);
+    return;
+  }
+  for (unsigned piece = 1; len > 0; piece++) {
+    size_t n = len < max ? len : max;
+    h->message(h->ud, bytes, n, piece);
+    bytes += n;
+    len -= n;
+  }
+}
