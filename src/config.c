@@ -470,6 +470,13 @@ void config_free(config *cfg)
     config_list_free(p->tail.exclude);
     free(p->tail.path_field);
     free(p->tail.join.pattern);
+    free(p->syslog.address);
+    free(p->syslog.path);
+    free(p->syslog.sender_field);
+    free(p->syslog.listener_field);
+    free(p->syslog.tls_cert);
+    free(p->syslog.tls_key);
+    free(p->syslog.tls_ca);
   }
   free(cfg->plugins);
   free(cfg->file);

@@ -27,6 +27,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <sys/socket.h>
+
+#include "frame.h"
 #include "join.h"
 #include "sandbox.h"
 
@@ -41,6 +44,7 @@ typedef enum {
   INPUT_STDIN,
   INPUT_FILE,
   INPUT_TAIL,
+  INPUT_SYSLOG,
   OUTPUT_STDOUT,
   OUTPUT_FILE,
   PLUGIN_SANDBOX
@@ -65,6 +69,24 @@ typedef struct {
   join_rule join;        /* multiline */
 } config_tail;
 
+/* A syslog_input's settings (syslog_input.h says what each does). */
+typedef enum {
+  SYSLOG_TCP, SYSLOG_TLS, SYSLOG_UDP, SYSLOG_UNIX_DGRAM, SYSLOG_UNIX_STREAM
+} syslog_transport;
+
+typedef struct {
+  char *address;         /* as written: "tcp://127.0.0.1:514" */
+  syslog_transport transport;
+  struct sockaddr_storage sockaddr; /* tcp, tls, udp */
+  char *path;            /* unix sockets */
+  framing framing;
+  uint64_t max_connections, idle_timeout_ms, receive_buffer;
+  unsigned socket_mode;
+  char *sender_field, *listener_field; /* NULL: none */
+  char *tls_cert, *tls_key, *tls_ca;
+  bool tls_verify_client;
+} config_syslog;
+
 typedef struct {
   char *name;
   config_role role;
@@ -77,6 +99,7 @@ typedef struct {
   size_t max_line;       /* longest record */
   long_line_rule long_lines; /* what becomes of longer lines */
   config_tail tail;      /* tail_input */
+  config_syslog syslog;  /* syslog_input */
 
   /* decoders and encoders */
   char *filename;        /* resolved path of the Lua file */

@@ -90,6 +90,14 @@ void config_type_names(char *out, size_t len);
 int config_read_plugin(loader *ld, config_plugin *p,
                        const plugin_type_info *ti);
 
+/* The keys every input knows: max_line, long_lines, decoder. */
+int config_read_input(plugin_ctx *c, config_plugin *p);
+
+/* ---- config_syslog.c ---- */
+
+extern const char *const config_syslog_keys[];
+int config_read_syslog(plugin_ctx *c, config_plugin *p);
+
 /* ---- config_files.c ---- */
 
 /* Inputs' files exist, outputs' directories do, no input reads what

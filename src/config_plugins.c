@@ -374,8 +374,7 @@ static int read_tail(plugin_ctx *c, config_tail *t)
 
 /* ---- the types ---- */
 
-/* The keys every input knows: max_line, long_lines, decoder. */
-static int read_input(plugin_ctx *c, config_plugin *p)
+int config_read_input(plugin_ctx *c, config_plugin *p)
 {
   uint64_t v = p->max_line = 1u << 20;
 
@@ -388,13 +387,13 @@ static int read_input(plugin_ctx *c, config_plugin *p)
 
 static int read_file_input(plugin_ctx *c, config_plugin *p)
 {
-  return read_input(c, p) != 0 ||
+  return config_read_input(c, p) != 0 ||
          cfg_read_string(c, "path", true, &p->path) != 0 ? -1 : 0;
 }
 
 static int read_tail_input(plugin_ctx *c, config_plugin *p)
 {
-  return read_input(c, p) != 0 || read_tail(c, &p->tail) != 0 ? -1 : 0;
+  return config_read_input(c, p) != 0 || read_tail(c, &p->tail) != 0 ? -1 : 0;
 }
 
 static int read_sandbox(plugin_ctx *c, config_plugin *p)
@@ -431,9 +430,11 @@ static int read_file_output(plugin_ctx *c, config_plugin *p)
 }
 
 static const plugin_type_info plugin_types[] = {
-  {"stdin_input", PLUGIN_INPUT, INPUT_STDIN, input_keys, read_input},
+  {"stdin_input", PLUGIN_INPUT, INPUT_STDIN, input_keys, config_read_input},
   {"file_input", PLUGIN_INPUT, INPUT_FILE, file_input_keys, read_file_input},
   {"tail_input", PLUGIN_INPUT, INPUT_TAIL, tail_input_keys, read_tail_input},
+  {"syslog_input", PLUGIN_INPUT, INPUT_SYSLOG, config_syslog_keys,
+   config_read_syslog},
   {"decoder", PLUGIN_DECODER, PLUGIN_SANDBOX, sandbox_keys, read_sandbox},
   {"encoder", PLUGIN_ENCODER, PLUGIN_SANDBOX, sandbox_keys, read_sandbox},
   {"stdout_output", PLUGIN_OUTPUT, OUTPUT_STDOUT, output_keys, read_output},

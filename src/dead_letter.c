@@ -133,6 +133,10 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
     append_str(b, ",\"file\":");
     if (!json_string(b, o->file, strlen(o->file))) append_str(b, "null");
   }
+  if (o->from) {
+    append_str(b, ",\"from\":");
+    if (!json_string(b, o->from, strlen(o->from))) append_str(b, "null");
+  }
   append_str(b, o->is_offset ? ",\"offset\":" : ",\"record\":");
   snprintf(num, sizeof num, "%" PRIu64, o->position);
   append_str(b, num);

@@ -72,6 +72,7 @@ typedef struct {
   struct checkpoint_ticket *ack; /* what its outputs acknowledge, or NULL */
   const char *file;    /* the file read, for an input that reads many
                           (tail_input); NULL otherwise */
+  const char *from;    /* the sender's address (syslog_input), or NULL */
 } msg_origin;
 
 typedef struct {

@@ -478,7 +478,7 @@ void output_adopt(output_sink *o, output_sink *from)
     for (size_t i = from->rec_head; i < from->nrecs; i++) {
       const output_record *r = &from->recs[i];
       msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack,
-                           NULL};
+                           NULL, NULL};
       buf_append(output_buf(o), from->pending.data + start, r->end - start);
       output_commit(o, &origin, r->dead_letter);
       start = r->end;

@@ -75,7 +75,7 @@ static void add_record(pipeline *pl, pl_source *src, const char *bytes,
     record_lost(pl, in, position);
     return;
   }
-  if (!work_job_add(src->job, bytes, len, position, piece))
+  if (!work_job_add(src->job, bytes, len, position, piece, src->from))
     record_lost(pl, in, position);
 }
 
@@ -139,7 +139,10 @@ static bool busy(const output_sink *o)
 /* A source reads while no output is full and its worker is not behind. */
 static void hold_or_go(pipeline *pl, pl_source *src)
 {
-  if (pl->paused || src->in_flight >= MAX_JOBS_IN_FLIGHT) input_pause(&src->in);
+  bool hold = pl->paused || src->in_flight >= MAX_JOBS_IN_FLIGHT;
+
+  if (src->owner->kind->hold) src->owner->kind->hold(src, hold);
+  else if (hold) input_pause(&src->in);
   else input_resume(&src->in);
 }
 
@@ -192,6 +195,11 @@ static void on_chunk_done(void *ud, input *in)
   if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
   worker_queue(src->owner->w, job);
   hold_or_go(pl, src);
+}
+
+void pipeline_source_chunk_done(pl_source *src)
+{
+  on_chunk_done(src->owner->pl, &src->in);
 }
 
 void pipeline_source_flush(pl_source *src)
@@ -377,7 +385,7 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
   pipeline *pl = ud;
   pl_output *o = output_of(pl, s);
   msg_origin from = {r->input, r->position, r->is_offset, bytes, len, r->ack,
-                     NULL};
+                     NULL, NULL};
 
   pl->status = 1;
   if (r->dead_letter || !o) {
@@ -438,7 +446,8 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
     const pl_input *pi = &pl->inputs[i];
     st->inputs[i] = (pipeline_input_stats){pi->name, pi->records,
                                            pi->overlong, pi->truncated,
-                                           pi->dead};
+                                           pi->dead, .kind = NULL};
+    if (pi->kind->stats) pi->kind->stats((pl_input *)pi, &st->inputs[i]);
   }
   st->noutputs = pl->noutputs;
   for (size_t i = 0; i < pl->noutputs; i++) {
@@ -463,12 +472,19 @@ static void log_summary(pipeline *pl)
 {
   const pipeline_stats *st = pipeline_snapshot(pl);
 
-  for (size_t i = 0; i < st->ninputs; i++)
+  for (size_t i = 0; i < st->ninputs; i++) {
+    const pipeline_input_stats *in = &st->inputs[i];
     log_msg("input '%s': %" PRIu64 " records (%" PRIu64 " longer than "
             "max_line, %" PRIu64 " pieces truncated), %" PRIu64 " dead-letter "
-            "records", st->inputs[i].name, st->inputs[i].records,
-            st->inputs[i].overlong, st->inputs[i].truncated,
-            st->inputs[i].dead);
+            "records", in->name, in->records, in->overlong, in->truncated,
+            in->dead);
+    if (in->kind && strcmp(in->kind, "syslog") == 0)
+      log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
+              "max_connections, %" PRIu64 " closed idle), %" PRIu64
+              " malformed frames, %" PRIu64 " datagrams dropped", in->name,
+              in->connections, in->refused, in->idle_closed, in->malformed,
+              in->dropped);
+  }
   for (size_t i = 0; i < st->noutputs; i++)
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
             " skipped", st->outputs[i].name, st->outputs[i].delivered,

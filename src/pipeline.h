@@ -21,6 +21,11 @@ typedef struct pipeline pipeline;
 typedef struct {
   const char *name;
   uint64_t records, overlong, truncated, dead;
+  /* A syslog_input's (kind "syslog"): connections accepted, refused over
+   * max_connections, closed idle; frames that were no syslog frames;
+   * datagrams the kernel dropped while the socket was not read. */
+  const char *kind;
+  uint64_t connections, refused, idle_closed, malformed, dropped;
 } pipeline_input_stats;
 
 typedef struct {

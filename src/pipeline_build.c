@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "pipeline_internal.h"
+#include "syslog_input.h"
 #include "tail.h"
 
 /* A copy of s that lives as long as the pipeline; NULL stays NULL. */
@@ -262,7 +263,8 @@ static void reader_finished(pl_input *pi, pl_source *src)
 }
 
 static const input_kind reader_kind = {
-  build_reader, start_reader, stop_reader, reader_finished, NULL, NULL
+  build_reader, start_reader, stop_reader, reader_finished, NULL, NULL, NULL,
+  NULL
 };
 
 /* The pipeline's part of each input type (config_plugins.c has the
@@ -274,6 +276,7 @@ static const struct {
   {INPUT_STDIN, &reader_kind},
   {INPUT_FILE, &reader_kind},
   {INPUT_TAIL, &tail_input_kind},
+  {INPUT_SYSLOG, &syslog_input_kind},
 };
 
 static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
@@ -285,7 +288,9 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
   pi->ri = (router_input){.name = pi->name, .max_line = p->max_line,
                           .long_lines = p->long_lines,
                           .decoder_name = keep(pl, p->decoder),
-                          .path_field = keep(pl, p->tail.path_field)};
+                          .path_field = keep(pl, p->tail.path_field),
+                          .sender_field = keep(pl, p->syslog.sender_field),
+                          .listener_field = keep(pl, p->syslog.listener_field)};
   if (!pi->name || (p->decoder && !pi->ri.decoder_name)) {
     snprintf(err, errlen, "out of memory");
     return -1;

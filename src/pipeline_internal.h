@@ -51,6 +51,9 @@ typedef struct pl_source {
   checkpoint_source *ckpt;   /* its file's; NULL: not a file */
   checkpoint_ticket *ticket; /* of the chunk being handed on */
   struct tail_file *file;    /* tail_input: the file it reads */
+  const char *from;          /* the sender of the records being read, for
+                                the message's sender_field; NULL: none */
+  struct syslog_conn *conn;  /* syslog_input: the connection it reads */
   line_joiner join;          /* rule NULL: lines are records */
 } pl_source;
 
@@ -67,6 +70,11 @@ typedef struct input_kind {
   void (*source_finished)(pl_input *pi, pl_source *src);
   void (*close_handles)(pl_input *pi); /* may be NULL */
   void (*free)(pl_input *pi);          /* may be NULL */
+  /* Holds a source's reading (an output is full, its worker behind) or
+   * lets it go on; NULL: input_pause and input_resume its input. */
+  void (*hold)(pl_source *src, bool hold);
+  /* Adds the kind's own counters; may be NULL. */
+  void (*stats)(pl_input *pi, pipeline_input_stats *st);
 } input_kind;
 
 struct pl_input {
@@ -141,6 +149,8 @@ void pipeline_stop_workers(pipeline *pl);
 /* A source of pi, reading nothing yet: set its input's path or fd, then
  * input_start it. NULL when out of memory. */
 pl_source *pipeline_source_new(pl_input *pi);
+/* The source's records so far go to its worker (after a read). */
+void pipeline_source_chunk_done(pl_source *src);
 /* Unlinks and frees a finished source whose jobs came back. */
 void pipeline_source_free(pl_source *src);
 

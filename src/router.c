@@ -61,16 +61,23 @@ static void route(router *r, const msg *m)
   if (!matched) r->counts->unrouted++;
 }
 
-/* Names the file the message was read from, in ri->path_field. */
-static void add_path(const router_input *ri, msg *m)
+static void add_text_field(msg *m, const char *name, const char *value)
 {
-  const char *file = m->origin.file;
   msg_field *f;
   msg_span s;
 
-  if (!ri->path_field || !file || !msg_store(m, file, strlen(file), &s)) return;
-  f = msg_add_field(m, ri->path_field, strlen(ri->path_field), MSG_STRING, 1);
+  if (!name || !value || !msg_store(m, value, strlen(value), &s)) return;
+  f = msg_add_field(m, name, strlen(name), MSG_STRING, 1);
   if (f) msg_field_values(m, f)[0].s = s;
+}
+
+/* Where the message came from: the file read, the sender, the listener,
+ * in the fields the input names. */
+static void add_origin(const router_input *ri, msg *m)
+{
+  add_text_field(m, ri->path_field, m->origin.file);
+  add_text_field(m, ri->sender_field, m->origin.from);
+  add_text_field(m, ri->listener_field, ri->name);
 }
 
 void router_record(router *r, router_input *ri, const msg_origin *o,
@@ -98,7 +105,7 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
     msg_store(&r->plain, o->bytes, o->len, &r->plain.payload);
     r->plain.timestamp = now_ns();
     r->plain.origin = *o;
-    add_path(ri, &r->plain);
+    add_origin(ri, &r->plain);
     route(r, &r->plain);
     return;
   }
@@ -110,7 +117,7 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
     return;
   }
   for (uint32_t i = 0; i < r->batch.len; i++) {
-    add_path(ri, &r->batch.msgs[i]);
+    add_origin(ri, &r->batch.msgs[i]);
     route(r, &r->batch.msgs[i]);
   }
   msg_batch_trim(&r->batch, 64);

@@ -37,6 +37,8 @@ typedef struct {
   sandbox *decoder;          /* owned; NULL: each record is a payload */
   const char *decoder_name;
   const char *path_field;    /* field taking the file read; NULL: none */
+  const char *sender_field;  /* field taking the sender's address */
+  const char *listener_field; /* field taking the input's name */
 } router_input;
 
 typedef struct {

@@ -689,5 +689,5 @@ static void tail_free(pl_input *pi)
 
 const input_kind tail_input_kind = {
   tail_build, tail_start, tail_stop, tail_source_finished, tail_close_handles,
-  tail_free
+  tail_free, NULL, NULL
 };

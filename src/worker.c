@@ -45,7 +45,7 @@ void work_job_reset(work_job *job)
 }
 
 bool work_job_add(work_job *job, const char *bytes, size_t len,
-                  uint64_t position, unsigned piece)
+                  uint64_t position, unsigned piece, const char *from)
 {
   if (job->nrecs == job->recs_cap) {
     size_t cap = job->recs_cap ? job->recs_cap * 2 : 1024;
@@ -54,8 +54,11 @@ bool work_job_add(work_job *job, const char *bytes, size_t len,
     job->recs = p;
     job->recs_cap = cap;
   }
-  job->recs[job->nrecs] = (work_record){job->bytes.len, len, position, piece};
-  if (!buf_append(&job->bytes, bytes, len)) return false;
+  job->recs[job->nrecs] = (work_record){job->bytes.len, len, position, piece,
+                                        from != NULL};
+  if (!buf_append(&job->bytes, bytes, len) ||
+      (from && !buf_append(&job->bytes, from, strlen(from) + 1)))
+    return false;
   job->nrecs++;
   return true;
 }
@@ -73,7 +76,8 @@ static void run_job(worker *w, work_job *job)
     const work_record *r = &job->recs[i];
     msg_origin o = {job->input->name, r->position, job->is_offset,
                     job->bytes.data + r->off, r->len, job->ticket,
-                    job->file};
+                    job->file,
+                    r->has_from ? job->bytes.data + r->off + r->len : NULL};
     router_record(&w->router, job->input, &o, r->piece);
   }
   job->dead_letters = w->dl.count - dead_letters;

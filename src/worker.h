@@ -34,7 +34,8 @@ typedef struct {
   size_t off, len;          /* the record's bytes in job->bytes */
   uint64_t position;
   unsigned piece;
-} work_record;
+  bool has_from;            /* its sender's address follows its bytes, */
+} work_record;              /* NUL-terminated */
 
 typedef struct work_job {
   struct work_job *next;
@@ -98,9 +99,10 @@ void worker_stop(worker *w);
 /* Collector sinks for a job: one per output plus one for dead letters. */
 int work_job_init(work_job *job, size_t nsinks);
 void work_job_free(work_job *job);
-/* Appends one record (copied) to the job. */
+/* Appends one record (copied) to the job, with its sender's address
+ * (NULL: none). */
 bool work_job_add(work_job *job, const char *bytes, size_t len,
-                  uint64_t position, unsigned piece);
+                  uint64_t position, unsigned piece, const char *from);
 /* Empties it (records and counts) for the next use, keeping its memory. */
 void work_job_reset(work_job *job);
 

@@ -35,7 +35,7 @@ static void on_failed(void *ud, output_sink *o, const output_record *r,
   w->failed++;
   buf_append(&w->failed_bytes, bytes, len);
   if (w->reenter) {
-    msg_origin from = {"in", r->position, false, bytes, len, NULL, NULL};
+    msg_origin from = {"in", r->position, false, bytes, len, NULL, NULL, NULL};
     buf_append(output_buf(o), "dead\n", 5);
     output_commit(o, &from, true);
   }
@@ -77,7 +77,7 @@ static void commit_record(output_sink *o, unsigned i, buf *expected)
 {
   char line[128];
   int n = snprintf(line, sizeof line, "record %05u %080u\n", i, i);
-  msg_origin from = {"in", i, false, line, (size_t)n, NULL, NULL};
+  msg_origin from = {"in", i, false, line, (size_t)n, NULL, NULL, NULL};
 
   buf_append(output_buf(o), line, (size_t)n);
   if (expected) buf_append(expected, line, (size_t)n);

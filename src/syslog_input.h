@@ -1,0 +1,56 @@
+/*
+ * syslog_input.h - a syslog listener: the input kind of syslog_input
+ * (pipeline_internal.h), one per address, replacing rsyslog's imtcp,
+ * imudp, imuxsock and imtcp with TLS.
+ *
+ *   tcp = { type = "syslog_input", address = "tcp://127.0.0.1:514",
+ *           decoder = "syslog" }
+ *
+ * address        tcp://HOST:PORT, tls://HOST:PORT, udp://HOST:PORT (HOST an
+ *                IPv4 address, [IPv6] or *; PORT 0: any free port),
+ *                unix:PATH (datagrams, as /dev/log), unix-stream:PATH.
+ *                A stale socket file at PATH is replaced, another file is
+ *                not; the socket file is removed at the end.
+ * max_line       the longest message (default 65536); a longer one is
+ *                handed on in pieces ruled by long_lines, as lines are.
+ * framing        stream sockets: auto (default), octet_counted, newline
+ *                (frame.h).
+ * max_connections  stream sockets (default 1000): a connection past it is
+ *                accepted and closed at once, counted and logged.
+ * idle_timeout_ms  stream sockets: a connection silent this long is closed
+ *                (default 0: never); one held by backpressure is not silent.
+ * receive_buffer datagram sockets: the SO_RCVBUF asked for (default 4 MiB;
+ *                SO_RCVBUFFORCE when the process may).
+ * socket_mode    unix sockets: the file's permissions (default "0666").
+ * sender_field   the field given the sender's IP address (tcp, tls, udp;
+ *                default "fromhost-ip", as rsyslog names it; false: none).
+ * listener_field the field given the input's name (default "inputname").
+ * tls            tls:// only: {cert=, key=, ca=, verify_client=}: PEM
+ *                files; with ca, client certificates are checked, and
+ *                required with verify_client.
+ *
+ * Each connection is a source of its own (its records keep their order);
+ * a datagram socket is one source. Records are syslog messages without
+ * their framing; positions are per-source message numbers.
+ *
+ * Nothing taken from the kernel is lost: bytes that are no frame go to the
+ * dead-letter path with the reason and are counted as malformed; a peer
+ * that closes mid-message leaves its bytes there too. Backpressure (an
+ * output full, the source's worker behind) stops reading the source: a
+ * stream then pushes back on its sender through TCP, a datagram socket
+ * lets the kernel drop what does not fit in its buffer, and those drops
+ * are counted (SO_RXQ_OVFL). Stopping closes the listeners, reads what the
+ * kernel already holds for every socket, and ends each connection's last
+ * message as the peer closing would.
+ *
+ * Sockets are bound while the pipeline is built, so an address in use
+ * fails the start, before anything runs.
+ */
+#ifndef LUMBERJIT_SYSLOG_INPUT_H
+#define LUMBERJIT_SYSLOG_INPUT_H
+
+#include "pipeline_internal.h"
+
+extern const input_kind syslog_input_kind;
+
+#endif

@@ -1,0 +1,154 @@
+/* tls.c - see tls.h. */
+#include "tls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+struct tls_server {
+  SSL_CTX *ctx;
+};
+
+struct tls_session {
+  SSL *ssl;
+  BIO *in, *out;   /* memory: what the peer sent, what goes back */
+  bool closed;
+};
+
+/* OpenSSL's queued errors, oldest first, as one line. */
+static void openssl_reason(const char *what, char *err, size_t errlen)
+{
+  size_t n = (size_t)snprintf(err, errlen, "%s", what);
+  unsigned long e;
+
+  while ((e = ERR_get_error()) != 0 && n < errlen) {
+    n += (size_t)snprintf(err + n, errlen - n, ": ");
+    if (n < errlen) ERR_error_string_n(e, err + n, errlen - n);
+    n += strlen(err + n);
+  }
+}
+
+tls_server *tls_server_new(const char *cert, const char *key, const char *ca,
+                           bool verify_client, char *err, size_t errlen)
+{
+  tls_server *s = calloc(1, sizeof *s);
+  char what[512];
+
+  ERR_clear_error();
+  if (!s || !(s->ctx = SSL_CTX_new(TLS_server_method()))) {
+    openssl_reason("cannot make a TLS context", err, errlen);
+    free(s);
+    return NULL;
+  }
+  /* RFC 5425 asks for TLS 1.2 at least. */
+  SSL_CTX_set_min_proto_version(s->ctx, TLS1_2_VERSION);
+  if (SSL_CTX_use_certificate_chain_file(s->ctx, cert) != 1) {
+    snprintf(what, sizeof what, "tls.cert %s", cert);
+  } else if (SSL_CTX_use_PrivateKey_file(s->ctx, key, SSL_FILETYPE_PEM) != 1) {
+    snprintf(what, sizeof what, "tls.key %s", key);
+  } else if (SSL_CTX_check_private_key(s->ctx) != 1) {
+    snprintf(what, sizeof what, "tls.key %s does not match tls.cert %s", key,
+             cert);
+  } else if (ca && SSL_CTX_load_verify_locations(s->ctx, ca, NULL) != 1) {
+    snprintf(what, sizeof what, "tls.ca %s", ca);
+  } else {
+    if (ca)
+      SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER |
+                         (verify_client ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+                         NULL);
+    return s;
+  }
+  openssl_reason(what, err, errlen);
+  tls_server_free(s);
+  return NULL;
+}
+
+void tls_server_free(tls_server *s)
+{
+  if (!s) return;
+  SSL_CTX_free(s->ctx);
+  free(s);
+}
+
+tls_session *tls_session_new(tls_server *s)
+{
+  tls_session *t = calloc(1, sizeof *t);
+
+  if (!t) return NULL;
+  t->ssl = SSL_new(s->ctx);
+  t->in = BIO_new(BIO_s_mem());
+  t->out = BIO_new(BIO_s_mem());
+  if (!t->ssl || !t->in || !t->out) {
+    SSL_free(t->ssl);
+    BIO_free(t->in);
+    BIO_free(t->out);
+    free(t);
+    return NULL;
+  }
+  SSL_set_bio(t->ssl, t->in, t->out); /* the SSL owns them now */
+  SSL_set_accept_state(t->ssl);
+  return t;
+}
+
+void tls_session_free(tls_session *t)
+{
+  if (!t) return;
+  SSL_free(t->ssl);
+  free(t);
+}
+
+bool tls_session_closed(const tls_session *t)
+{
+  return t->closed;
+}
+
+/* What OpenSSL wrote for the peer goes to out. */
+static int take_output(tls_session *t, buf *out)
+{
+  size_t pending = BIO_ctrl_pending(t->out);
+
+  if (pending == 0) return 0;
+  if (!buf_reserve(out, pending)) return -1;
+  out->len += (size_t)BIO_read(t->out, out->data + out->len, (int)pending);
+  return 0;
+}
+
+int tls_session_feed(tls_session *t, const char *bytes, size_t len,
+                     tls_plain_fn fn, void *ud, buf *out, char *err,
+                     size_t errlen)
+{
+  char plain[16384];
+  int n, rc = 0;
+
+  ERR_clear_error();
+  if (len > 0 && BIO_write(t->in, bytes, (int)len) != (int)len) {
+    openssl_reason("cannot buffer TLS input", err, errlen);
+    return -1;
+  }
+  /* SSL_read does the handshake first; it reads until the memory BIO is
+   * empty, so nothing decrypted stays behind. */
+  while (!t->closed && (n = SSL_read(t->ssl, plain, sizeof plain)) > 0)
+    fn(ud, plain, (size_t)n);
+  if (!t->closed) {
+    switch (SSL_get_error(t->ssl, n)) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+      break;
+    case SSL_ERROR_ZERO_RETURN:
+      t->closed = true;
+      break;
+    default:
+      openssl_reason(SSL_is_init_finished(t->ssl) ? "TLS session failed"
+                                                  : "TLS handshake failed",
+                     err, errlen);
+      rc = -1;
+    }
+  }
+  if (take_output(t, out) != 0 && rc == 0) {
+    snprintf(err, errlen, "out of memory for TLS output");
+    rc = -1;
+  }
+  return rc;
+}
