@@ -8,8 +8,9 @@
 --          from = "", to = "", options = {"date-rfc3339"}}, ... }
 -- Positions are 1-based character positions in the template. Constants have
 -- their escapes expanded as rsyslog does: \n \r \t \\ \% \" and decimal
--- \ddd. A property is %name[:from:to[:options]]%, options comma-separated and
--- lower-cased (rsyslog reads them case-insensitively).
+-- \ddd. A property is %name[:from:to[:options[:outname]]]%, options
+-- comma-separated and lower-cased (rsyslog reads them case-insensitively);
+-- outname, the name jsonf writes, is kept as written.
 -- Malformed templates raise an error naming the position.
 -- To extend: add an escape to `escapes`, or a part to `property`.
 
@@ -33,11 +34,12 @@ local function split_options(text)
   return options
 end
 local part = C((1 - S":%")^0)
-local options = C((1 - P"%")^0) / split_options
+local options = C((1 - S":%")^0) / split_options
 local property = Ct(Cg(Cp(), "position") * Cg(Cc("property"), "kind") * "%"
                     * Cg(C((1 - S":%")^1), "name")
                     * (":" * Cg(part, "from") * ":" * Cg(part, "to")
-                       * (":" * Cg(options, "options"))^-1)^-1
+                       * (":" * Cg(options, "options")
+                          * (":" * Cg(C((1 - P"%")^0), "outname"))^-1)^-1)^-1
                     * "%")
 local elements = Ct((constant + property)^0) * Cp()
 
