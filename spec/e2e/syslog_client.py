@@ -8,7 +8,8 @@ tls://HOST:PORT, udp://HOST:PORT, unix:/path (datagrams), unix-stream:/path.
 
   syslog_client.py send ADDRESS FILE [--reset] [--linger S] [--wait-close S]
                         [--ca CA] [--cert CERT --key KEY]
-      Connects, sends FILE's bytes as they are, then closes: normally (FIN),
+      Connects, sends FILE's bytes as they are, prints "sent" once the
+      kernel holds them all, then closes: normally (FIN),
       or with --reset abruptly (RST, as a client that dies). --linger keeps
       the connection open S seconds after sending; --wait-close waits up to
       S seconds for the server to close and prints "closed by server" when
@@ -103,6 +104,7 @@ def send(args):
     sock = connect(scheme, target, args)
     sock.settimeout(60)
     sock.sendall(data)
+    print("sent", flush=True)
     if args.linger:
         time.sleep(args.linger)
     if args.wait_close:

@@ -108,12 +108,14 @@ local function count_keys(t)
   return n
 end
 
--- Starts lumberjit with `config` (text; the files in `files` written beside
--- it) and waits until every syslog_input of the config has logged its
+-- Starts lumberjit with `config` (text, in which $DIR stands for its
+-- temporary directory, for unix socket paths; the files in `files` written
+-- beside it) and waits until every syslog_input of the config has logged its
 -- address. Returns { dir, address = { NAME = "tcp://127.0.0.1:PORT" },
 -- port = { NAME = PORT }, host = { NAME = HOST }, path = { NAME = PATH } }.
 function h.start(config, files)
   local dir = run.tmpdir()
+  config = config:gsub("%$DIR", dir)
   run.write(dir .. "/config.lua", config)
   for name, text in pairs(files or {}) do run.write(dir .. "/" .. name, text) end
   local listeners = select(2, config:gsub('type%s*=%s*"syslog_input"', ""))
@@ -269,7 +271,7 @@ function h.rsyslog_log(dir)
   return (run.read(dir .. "/internal.log") or "") .. (run.read(dir .. "/rsyslogd.err") or "")
 end
 
-h.cleanup = run.cleanup
+h.cleanup, h.tmpdir = run.cleanup, run.tmpdir
 h.read, h.write, h.quote = run.read, run.write, run.quote
 
 return h
