@@ -104,3 +104,40 @@ describe("examples/tail-to-file.lua", function()
     run.cleanup(dir)
   end)
 end)
+
+describe("examples/rsyslog-replacement.lua", function()
+  it("receives syslog over TCP, UDP and a Unix socket and writes it parsed as JSON lines", function()
+    local h = dofile("spec/e2e/syslog_harness.lua")
+    -- As written, but on free ports and a private socket instead of port
+    -- 514 and /dev/log.
+    local config = run.read(run.root .. "/examples/rsyslog-replacement.lua")
+      :gsub('"tcp://[^"]*"', '"tcp://127.0.0.1:0"')
+      :gsub('"udp://[^"]*"', '"udp://127.0.0.1:0"')
+      :gsub('"unix:/dev/log"', '"unix:$DIR/log.sock"')
+    local lj = h.start(config)
+    local function logger(args, message)
+      assert.is_true(h.sh(lj.dir, "timeout -s KILL 30 logger --socket-errors=on -t example " .. args
+        .. " " .. run.quote(message) .. " 2>> logger.err"), run.read(lj.dir .. "/logger.err"))
+    end
+    logger(string.format("-T -n 127.0.0.1 -P %d --rfc5424 --octet-count -p local3.err", lj.port.tcp), "over tcp")
+    logger(string.format("-d -n 127.0.0.1 -P %d --rfc3164 -p mail.info", lj.port.udp), "over udp")
+    logger("-u " .. run.quote(lj.path.devlog), "over /dev/log") -- syslog(3)'s format: no hostname
+    assert.is_true(h.wait_records(lj, 3, 30, "messages.json"))
+    local r = h.stop(lj)
+    assert.are.equal(0, r.status, r.stderr)
+    local by_input = {}
+    for _, doc in ipairs(h.records(lj, "messages.json")) do by_input[doc.inputname] = doc end
+    assert.are.equal("over tcp", by_input.tcp.message)
+    assert.are.equal("example", by_input.tcp.programname)
+    assert.are.equal(3, by_input.tcp.severity)
+    assert.are.equal("127.0.0.1", by_input.tcp["fromhost-ip"])
+    assert.are.equal("over udp", by_input.udp.message)
+    assert.are.equal(6, by_input.udp.severity)
+    assert.are.equal(2, by_input.udp.syslogfacility)
+    assert.are.equal("127.0.0.1", by_input.udp["fromhost-ip"])
+    assert.are.equal("over /dev/log", by_input.devlog.message)
+    assert.are.equal("example", by_input.devlog.programname)
+    assert.is_nil(by_input.devlog["fromhost-ip"])
+    run.cleanup(lj.dir)
+  end)
+end)

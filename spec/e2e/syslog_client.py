@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""A raw syslog client for the end-to-end specs: sends exactly the bytes it
+is given, well-formed or not, over the transports lumberjit's syslog_input
+listens on, and reports what the server did with the connection.
+
+Addresses are written as lumberjit logs them: tcp://HOST:PORT,
+tls://HOST:PORT, udp://HOST:PORT, unix:/path (datagrams), unix-stream:/path.
+
+  syslog_client.py send ADDRESS FILE [--reset] [--linger S] [--wait-close S]
+                        [--ca CA] [--cert CERT --key KEY]
+      Connects, sends FILE's bytes as they are, prints "sent" once the
+      kernel holds them all, then closes: normally (FIN),
+      or with --reset abruptly (RST, as a client that dies). --linger keeps
+      the connection open S seconds after sending; --wait-close waits up to
+      S seconds for the server to close and prints "closed by server" when
+      it does. For udp:// and unix: each line of FILE is one datagram.
+      TLS: the server is verified against --ca (by its IP address or name).
+
+  syslog_client.py hold ADDRESS N [--ca CA] [--cert CERT --key KEY]
+      Opens N connections and keeps them open, then opens one more and
+      prints "extra: closed by server" when the server closes it within 5 s,
+      else "extra: open"; then sends "<13>held I\\n" on each of the N (I from
+      1) and closes them. For max_connections.
+
+Exit status: 0 when every byte was handed to the kernel, 1 on a failure to
+connect or send (the error on stderr), 2 on bad arguments. To add a
+behaviour: a new option of `send`, or a new subcommand with its function.
+"""
+
+import argparse
+import socket
+import ssl
+import struct
+import sys
+import time
+
+
+def parse_address(address):
+    """'tcp://127.0.0.1:5514' -> ('tcp', ('127.0.0.1', 5514)); 'unix:/p' -> ('unix', '/p')."""
+    for scheme in ("unix-stream:", "unix:"):
+        if address.startswith(scheme):
+            return scheme[:-1], address[len(scheme):]
+    scheme, rest = address.split("://", 1)
+    host, port = rest.rsplit(":", 1)
+    return scheme, (host.strip("[]"), int(port))
+
+
+def tls_context(args):
+    context = ssl.create_default_context(cafile=args.ca)
+    if args.cert:
+        context.load_cert_chain(args.cert, args.key)
+    return context
+
+
+def connect(scheme, target, args):
+    if scheme == "unix-stream":
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(target)
+        return sock
+    sock = socket.create_connection(target, timeout=10)
+    if scheme == "tls":
+        sock = tls_context(args).wrap_socket(sock, server_hostname=target[0])
+    return sock
+
+
+def send_datagrams(scheme, target, data):
+    family = socket.AF_UNIX if scheme == "unix" else socket.AF_INET6 if ":" in target[0] else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    for line in data.split(b"\n"):
+        if line:
+            sock.sendto(line, target)
+    sock.close()
+
+
+def wait_for_close(sock, seconds):
+    """True when the server closes (EOF, reset or TLS alert) within seconds."""
+    deadline = time.monotonic() + seconds
+    sock.settimeout(0.2)
+    while time.monotonic() < deadline:
+        try:
+            if not sock.recv(65536):
+                return True
+        except (socket.timeout, ssl.SSLWantReadError):
+            continue
+        except (ConnectionError, ssl.SSLError, OSError):
+            return True
+    return False
+
+
+def close(sock, reset):
+    if reset:
+        # SO_LINGER with a zero timeout: close() sends RST, not FIN.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def send(args):
+    scheme, target = parse_address(args.address)
+    with open(args.file, "rb") as f:
+        data = f.read()
+    if scheme in ("udp", "unix"):
+        send_datagrams(scheme, target, data)
+        return 0
+    sock = connect(scheme, target, args)
+    sock.settimeout(60)
+    sock.sendall(data)
+    print("sent", flush=True)
+    if args.linger:
+        time.sleep(args.linger)
+    if args.wait_close:
+        if scheme != "tls":
+            sock.shutdown(socket.SHUT_WR)
+        if wait_for_close(sock, args.wait_close):
+            print("closed by server")
+    close(sock, args.reset)
+    return 0
+
+
+def hold(args):
+    scheme, target = parse_address(args.address)
+    held = [connect(scheme, target, args) for _ in range(args.n)]
+    extra = connect(scheme, target, args)
+    print("extra: closed by server" if wait_for_close(extra, 5) else "extra: open")
+    extra.close()
+    for i, sock in enumerate(held, 1):
+        sock.sendall(b"<13>held %d\n" % i)
+        sock.close()
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    send_parser = commands.add_parser("send")
+    send_parser.add_argument("address")
+    send_parser.add_argument("file")
+    send_parser.add_argument("--reset", action="store_true")
+    send_parser.add_argument("--linger", type=float, default=0)
+    send_parser.add_argument("--wait-close", type=float, default=0)
+    hold_parser = commands.add_parser("hold")
+    hold_parser.add_argument("address")
+    hold_parser.add_argument("n", type=int)
+    for p in (send_parser, hold_parser):
+        p.add_argument("--ca")
+        p.add_argument("--cert")
+        p.add_argument("--key")
+    args = parser.parse_args()
+    try:
+        return send(args) if args.command == "send" else hold(args)
+    except (OSError, ssl.SSLError) as error:
+        print("syslog_client.py: %s: %s" % (args.address, error), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
