@@ -284,6 +284,11 @@ void syslog_conn_hold(syslog_conn *c, bool hold)
   uv_read_start(&c->h.stream, on_alloc, on_read);
 }
 
+bool syslog_conn_quiet(const syslog_conn *c, uint64_t now, uint64_t ms)
+{
+  return !c->held && now - c->last_read >= ms;
+}
+
 void syslog_conn_drain(syslog_conn *c)
 {
   uv_os_fd_t fd;

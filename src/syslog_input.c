@@ -181,6 +181,9 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
   if (cfg->transport == SYSLOG_UDP || cfg->transport == SYSLOG_UNIX_DGRAM) {
     rc = syslog_dgram_open(l, cfg, why, sizeof why);
   } else if ((l->readbuf = malloc(SYSLOG_READ_SIZE))) {
+    uv_timer_init(pi->pl->loop, &l->stop_timer);
+    l->stop_timer.data = l;
+    l->stop_timer_open = true;
     rc = listen_stream(l, cfg, why, sizeof why);
   }
 fail:
@@ -222,18 +225,42 @@ void syslog_maybe_done(syslog_listener *l)
     pipeline_input_done(l->pi);
 }
 
+/* Stopping: connections that went quiet (or all, past half the stop
+ * timeout) are drained and ended. They free themselves later, on the loop,
+ * so the list holds while it is walked. */
+static bool end_quiet_connections(syslog_listener *l)
+{
+  uint64_t now = uv_now(l->pi->pl->loop);
+  bool late = now - l->stopped_at >= l->pi->pl->stop_timeout_ms / 2;
+  bool open = false;
+
+  for (syslog_conn *c = l->conns; c; c = c->next) {
+    if (c->ended) continue;
+    if (late || syslog_conn_quiet(c, now, SYSLOG_STOP_QUIET_MS))
+      syslog_conn_drain(c);
+    else
+      open = true;
+  }
+  return open;
+}
+
+static void on_stop_timer(uv_timer_t *t)
+{
+  if (!end_quiet_connections(t->data)) uv_timer_stop(t);
+}
+
 static void syslog_stop(pl_input *pi)
 {
   syslog_listener *l = pi->state;
 
   if (l->stopping) return;
   l->stopping = true;
+  l->stopped_at = uv_now(pi->pl->loop);
   close_server(l);
-  /* Draining ends each connection; they free themselves later, on the
-   * loop, so the list holds while it is walked. */
-  for (syslog_conn *c = l->conns; c; c = c->next)
-    syslog_conn_drain(c);
   if (l->dgram) syslog_dgram_drain(l->dgram);
+  if (l->stop_timer_open && end_quiet_connections(l))
+    uv_timer_start(&l->stop_timer, on_stop_timer, SYSLOG_STOP_QUIET_MS / 4,
+                   SYSLOG_STOP_QUIET_MS / 4);
   syslog_maybe_done(l);
 }
 
@@ -251,6 +278,8 @@ static void syslog_close_handles(pl_input *pi)
 
   if (!l) return;
   close_server(l);
+  if (l->stop_timer_open) uv_close((uv_handle_t *)&l->stop_timer, NULL);
+  l->stop_timer_open = false;
   for (syslog_conn *c = l->conns; c; c = c->next)
     syslog_conn_close(c);
   if (l->dgram) syslog_dgram_close(l->dgram);

@@ -25,6 +25,10 @@
 #define SYSLOG_DGRAM_BATCH 32
 #define SYSLOG_DGRAM_SIZE (64u << 10)
 #define SYSLOG_ADDR_TEXT 64
+/* Stopping: a connection ends once it has been this quiet, so that what
+ * its sender wrote before the stop is read whole; a sender that goes on
+ * gets half of stop_timeout_ms. */
+#define SYSLOG_STOP_QUIET_MS 100
 
 typedef union {
   uv_handle_t handle;
@@ -56,6 +60,9 @@ typedef struct {
 
   syslog_dgram *dgram;      /* datagram sockets */
 
+  uv_timer_t stop_timer;    /* stopping: ends connections that are quiet */
+  bool stop_timer_open;
+  uint64_t stopped_at;      /* uv_now */
   bool started, stopping;
   uint64_t connections, refused, idle_closed, malformed, dropped;
 } syslog_listener;
@@ -99,6 +106,9 @@ void syslog_conn_accept(syslog_listener *l);
 void syslog_conn_hold(syslog_conn *c, bool hold);
 /* Stopping: reads what the kernel holds, then ends the connection. */
 void syslog_conn_drain(syslog_conn *c);
+/* Whether it has read nothing for ms (held connections are not quiet:
+ * they have more to read). */
+bool syslog_conn_quiet(const syslog_conn *c, uint64_t now, uint64_t ms);
 /* Its source finished: closes it; it frees itself and its source. */
 void syslog_conn_close(syslog_conn *c);
 
