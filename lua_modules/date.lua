@@ -12,12 +12,18 @@
 --                  min, sec, fraction (0 <= f < 1), offset (seconds east)
 --   date.iso8601   as rfc3339, also with a space for "T" and no offset
 --                  (offset captured as false)
+--   date.rfc3164_received  RFC 3164 as syslog receivers meet it (rsyslog
+--                  reads these): also "May  19", a year before the month
+--                  ("2026 May 19 18:30:17", Brocade) or before the time
+--                  ("May 19 2026 18:30:17", Cisco) -> year (false when
+--                  none), month, day, hour, min, sec, fraction
 -- For each format also: date.X_text (the text, no captures), a converter
 -- from that text to ns, built once per zone, and date.X_ns(zone), a pattern
 -- capturing the ns. Converters memoize on the text where a second's worth of
 -- lines shares it (so they cost one conversion per second):
---   date.rfc3164_to_ns(zone [, now])  memo table; year inferred from now()
---                                     (os.time by default)
+--   date.rfc3164_to_ns(zone [, now])  memo table, for rfc3164_received texts
+--                                     too; the year, when the text has none,
+--                                     inferred from now() (os.time by default)
 --   date.iso8601_to_ns(zone)          function; zone only for texts without offset
 --   date.mysql_to_ns(zone), date.pgsql_to_ns(zone)  memo tables
 --   date.unix_to_ns                   function
@@ -90,10 +96,27 @@ end
 -- "May 19", "May  9" (RFC 3164), also "May 09" and "May 9" seen in the wild;
 -- fractional seconds are accepted (rsyslog does too).
 local function rfc3164(number)
-  local day = P" " * number(digit) + number(R"03" * digit) + number(digit)
+  local day = P" " * number(R"19") + number(P"0" * R"19" + R"12" * digit + P"3" * R"01")
+              + number(R"19")
   local seconds = number == match_only and clock(number) * fraction(number)^-1
                   or clock(number) * (fraction(number) + Cc(0))
   return month_abbr(number) * " " * day * " " * seconds
+end
+
+-- rsyslog's reading (runtime/datetime.c, ParseTIMESTAMP3164): one or two
+-- spaces before the day, a year in one of two places, and days and times
+-- in range, so that a text that is no timestamp is left to the message.
+local function rfc3164_received(number)
+  local year = number(d4) * " "
+  local no_year = number == match_only and P(true) or Cc(false)
+  local day = number(P"0" * R"19" + R"12" * digit + P"3" * R"01" + R"19")
+  local sixty = R"05" * digit + "60"                       -- 60: a leap second
+  local valid_clock = number(R"01" * digit + "2" * R"03") * ":" * number(R"05" * digit)
+                      * ":" * number(sixty)
+  local seconds = number == match_only and valid_clock * fraction(number)^-1
+                  or valid_clock * (fraction(number) + Cc(0))
+  return (year + no_year) * month_abbr(number) * " " * P" "^-1 * day * " "
+         * (year + no_year) * seconds
 end
 
 local function calendar_date(number)
@@ -110,6 +133,7 @@ local utc_offset = S"Zz" * Cc(0)
 
 date.month_abbr = month_abbr(capture_number)
 date.rfc3164 = rfc3164(capture_number)
+date.rfc3164_received = rfc3164_received(capture_number)
 date.rfc3339 = calendar_date(capture_number) * S"Tt" * clock(capture_number)
                * (fraction(capture_number) + Cc(0)) * utc_offset
 date.iso8601 = calendar_date(capture_number) * S"Tt " * clock(capture_number)
@@ -138,6 +162,10 @@ end
 
 -- Text-only versions of the grammars: what a timestamp's text looks like.
 date.rfc3164_text = rfc3164(match_only)
+date.rfc3164_received_text = rfc3164_received(match_only)
+-- RFC 3339 as written: "T", an offset (no zone applies).
+date.rfc3339_text = calendar_date(match_only) * S"Tt" * clock(match_only)
+                    * fraction(match_only)^-1 * utc_offset_text
 date.iso8601_text = calendar_date(match_only) * S"Tt " * clock(match_only)
                     * fraction(match_only)^-1 * utc_offset_text^-1
 local function mysql(number)
@@ -153,17 +181,30 @@ date.unix_text = P"-"^-1 * digit^1
 -- Converters from a timestamp's text to ns. Those for formats with one text
 -- per second are memo tables (index them: to_ns[text]); the others are
 -- functions (call them: to_ns(text)). An RFC 3164 text keeps the year it was
--- given when first seen until its memo starts over (after 4096 distinct
--- texts, about an hour of a busy stream).
+-- given when first seen until its memo starts over: after 4096 distinct
+-- texts (about an hour of a busy stream), or at the first new text a day
+-- after the memo started, so that a quiet stream's "May 19 18:30:17" is not
+-- given last year's year a year later.
+local RECONSIDER_YEARS_AFTER = 86400
+
 function date.rfc3164_to_ns(in_zone, now)
   in_zone = as_zone(in_zone)
   now = now or os.time
-  return memo.new(function(text)
-    local month, day, hour, min, sec, frac = date.rfc3164:match(text)
-    local year = date.infer_year(in_zone, now(), month, day, hour, min, sec)
+  local converted, started = nil, now()
+  converted = memo.new(function(text)
+    local now_seconds = now()
+    if now_seconds - started > RECONSIDER_YEARS_AFTER then
+      for stored in pairs(converted) do converted[stored] = nil end
+      started = now_seconds
+    end
+    local year, month, day, year_before_time, hour, min, sec, frac =
+      date.rfc3164_received:match(text)
+    year = year or year_before_time
+      or date.infer_year(in_zone, now_seconds, month, day, hour, min, sec)
     return (in_zone:utc_from_local(seconds_from_civil(year, month, day, hour, min, sec))
             + frac) * 1e9
   end)
+  return converted
 end
 
 -- Wall-clock seconds of "YYYY-MM-DDThh:mm:ss" (or with a space), memoized;

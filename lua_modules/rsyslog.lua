@@ -101,8 +101,8 @@ local date_formats = {
 }
 -- Options that leave the text readable as written (case, control characters,
 -- path safety, padding): accepted, the capture is the text as written.
--- drop-last-lf and sp-if-no-1st-sp are here too; element_pattern and
--- text_value give them their meaning.
+-- drop-last-lf and sp-if-no-1st-sp are here too; element_pattern gives
+-- sp-if-no-1st-sp its meaning.
 local text_preserving = {
   uppercase = true, lowercase = true, ["escape-cc"] = true, ["drop-cc"] = true,
   ["space-cc"] = true, compressspace = true, ["secpath-drop"] = true,
@@ -130,9 +130,9 @@ local function text_value(element, context)
   if context.options.json then return json_string.unescaped end
   if context.literal then return C(until_literal(context.literal)) end
   if context.at_end then
-    if context.ends_with_newline or context.options["drop-last-lf"] then
-      return C(rest_but_final_newline)
-    end
+    -- The template's final newline ends the record; drop-last-lf only says
+    -- the writer took one off, so any newline left is the msg's own.
+    if context.ends_with_newline then return C(rest_but_final_newline) end
     return C(rest)
   end
   build_error(element, "free text must be followed by constant text or end the template")

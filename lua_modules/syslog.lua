@@ -20,14 +20,18 @@
 -- syslog.pri_of_text, facility_of_pri_text, severity_of_pri_text (tables
 -- keyed by the PRI's text) and programname_of_tag, procid_of_tag (memo
 -- tables keyed by the tag's text).
+-- For a receiver (sandbox/decoders/syslog.lua), texts only, lenient as
+-- rsyslog or strict to the RFCs (see "Records as a syslog receiver" below):
+--   syslog.receiver(format, strict), syslog.rejection(format, record),
+--   syslog.sd_parameters(add)
 -- To extend: add a small named pattern, then use it in a header pattern.
 
 local lpeg = require "lpeg"
 local date = require "date"
 local memo = require "memo"
 
-local P, R, S, C, Cb, Cc, Cf, Cg, Cs, Ct =
-  lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cb, lpeg.Cc, lpeg.Cf, lpeg.Cg, lpeg.Cs, lpeg.Ct
+local P, R, S, C, Cb, Cc, Cf, Cg, Cp, Cs, Ct =
+  lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cb, lpeg.Cc, lpeg.Cf, lpeg.Cg, lpeg.Cp, lpeg.Cs, lpeg.Ct
 
 local syslog = {}
 
@@ -72,15 +76,18 @@ syslog.prival = P"19" * R"01" + P"1" * R"08" * digit + R"19" * digit + digit
 
 -- Lookup tables from a PRI's text ("44"), so that decoding a PRI costs table
 -- reads only: pri_of_text["44"] == 44, facility_of_pri_text["44"] == 5, ...
+-- Texts with leading zeros ("013", "00") are there too, as rsyslog reads
+-- them on reception.
 local pri_of_text, facility_of_pri, severity_of_pri = {}, {}, {}
 local facility_of_pri_text, severity_of_pri_text = {}, {}
 for pri = 0, 191 do
-  local text = tostring(pri)
-  pri_of_text[text] = pri
   facility_of_pri[pri] = math.floor(pri / 8)
   severity_of_pri[pri] = pri % 8
-  facility_of_pri_text[text] = facility_of_pri[pri]
-  severity_of_pri_text[text] = severity_of_pri[pri]
+  for _, text in ipairs({ tostring(pri), string.format("%02d", pri), string.format("%03d", pri) }) do
+    pri_of_text[text] = pri
+    facility_of_pri_text[text] = facility_of_pri[pri]
+    severity_of_pri_text[text] = severity_of_pri[pri]
+  end
 end
 syslog.pri_of_text = pri_of_text
 syslog.facility_of_pri_text = facility_of_pri_text
@@ -193,6 +200,213 @@ end
 function syslog.rfc5424(zone)
   return Ct(syslog.rfc5424_header(zone)
             * (" " * byte_order_mark^-1 * Cg(rest, "msg"))^-1 * -1)
+end
+
+-- Records as a syslog receiver gets them (sandbox/decoders/syslog.lua).
+-- syslog.receiver(format, strict) returns a pattern whose match returns
+-- texts only, in one of two layouts told apart by the second value:
+--   pri, false, rfc3164_time, rfc3339_time, hostname, tag, msg     RFC 3164
+--   pri, true,  rfc3339_time, hostname, app_name, procid, msgid,
+--               structured_data, msg                               RFC 5424
+-- Absent parts are nil; pri is nil when the record has no PRI and false
+-- when it has a "<" that opens no valid PRI; a strict receiver's match
+-- returns nil when the record is not valid. NILVALUE ("-") is nil, and so
+-- is an empty tag. msg loses one trailing "\n", and in RFC 3164 one leading
+-- space (the one after the tag); a BOM starting an RFC 5424 MSG is dropped.
+-- The caller turns the texts into fields with table lookups
+-- (pri_of_text, date.rfc3164_to_ns, programname_of_tag, ...).
+--
+-- format: "auto" (RFC 5424 when the record starts "<PRI>1 ", else RFC
+-- 3164), "rfc3164" or "rfc5424".
+-- Lenient (strict false), every record matches, read as rsyslog's
+-- pmrfc3164 and pmrfc5424 read them:
+--   RFC 3164: [<PRI>][TIMESTAMP SP][HOSTNAME SP][TAG][SP]MSG, each part
+--     optional, tried in that order where the last one stopped. TIMESTAMP
+--     is RFC 3164 (date.rfc3164_received, optionally after one space or
+--     followed by ":") or RFC 3339 with an offset. HOSTNAME is letters,
+--     digits, ".", "_", "-" ending in a letter or digit and followed by a
+--     space: so the tag of a local "<13>May 19 10:30:17 sshd[7]: hi" is not
+--     taken for a hostname (and the first word of "<13>hello world" is).
+--     TAG runs to the first ":" (included) or space. Records whose text
+--     after the PRI starts (after blanks) with "{" or "[" have no header;
+--     "last message repeated N times" (syslogd's) has no tag.
+--   RFC 5424: a TIMESTAMP that is neither "-" nor RFC 3339 with an offset
+--     ends the header (the rest is msg); HOSTNAME to MSGID are whatever runs
+--     to the next space; STRUCTURED-DATA runs from "[" to the first "]"
+--     followed by a space or the end (an escaped "\]" does not end it);
+--     something else there starts the msg.
+--   rfc5424 records without "<PRI>1 ": PRI, then everything as msg.
+--   A "<" that opens no valid PRI (1 to 3 digits, at most 191): the whole
+--   record is msg.
+-- Strict, a record matches only if it is valid RFC 3164 (<PRI>, a TIMESTAMP
+-- "Mmm dd hh:mm:ss", SP, a HOSTNAME as above, SP, then MSG) or RFC 5424 (its
+-- ABNF: field lengths, SD-NAMEs, escapes in PARAM-VALUEs); then
+-- syslog.rejection(format, record) says where it failed.
+
+local function rest_but_final_newline()
+  -- Spans, so as fast as P(1)^0.
+  return (1 - P"\n")^0 * (P"\n" * #P(1) * (1 - P"\n")^0)^0
+end
+local msg_text = C(rest_but_final_newline()) * P"\n"^-1
+local space_or_end = P" " + -1
+local alnum = R("az", "AZ", "09")
+local any_prival = ("0" * digit * digit + "1" * (R"08" * digit + "9" * R"01")) + digit * digit + digit
+local lenient_pri = "<" * C(any_prival) * ">"
+local strict_pri = "<" * C(syslog.prival) * ">"
+
+-- RFC 3164 parts.
+local rfc3164_hostname = (S"._-"^0 * alnum^1)^1
+local last_message_repeated = P"last message repeated " * digit^1 * " times" * P"\n"^-1 * -1
+local tag_and_msg = (#last_message_repeated * Cc(nil) + C((1 - S" :\n")^1 * P":"^-1 + ":") + Cc(nil))
+                    * P" "^-1 * msg_text
+
+local function month_names_pattern()
+  local p = P(false)
+  for _, name in ipairs({ "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep",
+                          "Oct", "Nov", "Dec" }) do
+    p = p + name
+  end
+  return p
+end
+local hour = R"01" * digit + "2" * R"03"
+local minute = R"05" * digit
+local strict_rfc3164_time = month_names_pattern() * " "
+  * (P" " * R"19" + R"12" * digit + "3" * R"01") * " " * hour * ":" * minute * ":" * minute
+
+-- After the PRI, from the layout's second value on. A record with a
+-- timestamp can be neither headerless nor syslogd's "last message repeated",
+-- so the common case is tried first.
+local rfc3164_time = P" "^-1 * C(date.rfc3164_received_text) * P":"^-1 * space_or_end * Cc(nil)
+                   + Cc(nil) * C(date.rfc3339_text) * space_or_end
+local rfc3164_host = C(rfc3164_hostname) * space_or_end + Cc(nil)
+local headerless = #(S" \t"^0 * S"{[") * Cc(nil, nil, nil, nil) * msg_text
+local lastmsg_alone = #(P" "^0 * last_message_repeated) * Cc(nil, nil, nil, nil) * msg_text
+local lenient_rfc3164_after_pri = Cc(false) * ( rfc3164_time * rfc3164_host * tag_and_msg
+                                              + headerless + lastmsg_alone
+                                              + Cc(nil, nil) * rfc3164_host * tag_and_msg)
+local invalid_pri = #P"<" * Cc(false)
+local whole_record_rfc3164 = Cc(nil, nil, nil, nil) * msg_text
+
+-- RFC 5424 parts.
+local two_digits_month = "0" * R"19" + "1" * R"02"
+local two_digits_day = "0" * R"19" + R"12" * digit + "3" * R"01"
+local function rfc3339_time(max_fraction_digits)
+  local fraction = max_fraction_digits and digit * digit^-(max_fraction_digits - 1) or digit^1
+  return digit * digit * digit * digit * "-" * two_digits_month * "-" * two_digits_day
+         * "T" * hour * ":" * minute * ":" * minute * ("." * fraction)^-1
+         * ("Z" + S"+-" * hour * ":" * minute)
+end
+local byte_order_mark_opt = P"\239\187\191"^-1
+local version_1 = P"1 "
+
+local lenient_field = (syslog.nil_value * #space_or_end * Cc(nil) + C((1 - P" ")^1) + Cc(nil))
+                      * space_or_end
+-- Spans, since SD is long: a backslash escapes the next character, and a
+-- "]" not followed by a space or the end (as in "][") does not end it.
+local lenient_sd = "[" * ((1 - S"]\\")^1 + "\\" * P(1) + "]" * -space_or_end)^0 * "]"
+local lenient_rfc5424_after_version =
+  (syslog.nil_value * Cc(nil) + C(rfc3339_time())) * space_or_end
+  * lenient_field * lenient_field * lenient_field * lenient_field
+  * ((C(lenient_sd) + syslog.nil_value * Cc(nil)) * P" "^-1 + Cc(nil))
+  * byte_order_mark_opt * msg_text
+  + Cc(nil, nil, nil, nil, nil, nil) * msg_text
+local lenient_rfc5424_after_pri = Cc(true) * version_1 * lenient_rfc5424_after_version
+local not_rfc5424_after_pri = Cc(true, nil, nil, nil, nil, nil, nil) * msg_text
+
+-- Strict RFC 5424, as named steps so that a rejection can name the first
+-- one that fails (PEG sequences never backtrack into an earlier step).
+local print_us_ascii = R"\33\126"
+local function field(max_length)
+  return syslog.nil_value * #P" " * Cc(nil) + C(print_us_ascii * print_us_ascii^-(max_length - 1)) * #P" "
+end
+local strict_sd_name = (print_us_ascii - S'= ]"') * (print_us_ascii - S'= ]"')^-31
+local strict_sd_value = (P"\\" * P(1) + (1 - S'"\\]'))^0
+local strict_sd_element = "[" * strict_sd_name * (" " * strict_sd_name * '="' * strict_sd_value * '"')^0 * "]"
+local strict_rfc5424_steps = {
+  { "PRI (<0> to <191>)", strict_pri },
+  { 'VERSION "1" and SP', version_1 * Cc(true) },
+  { "TIMESTAMP (RFC 3339 with an offset, or -)", syslog.nil_value * Cc(nil) + C(rfc3339_time(6)) },
+  { "SP", P" " }, { "HOSTNAME (1 to 255 printable characters, or -)", field(255) },
+  { "SP", P" " }, { "APP-NAME (1 to 48 printable characters, or -)", field(48) },
+  { "SP", P" " }, { "PROCID (1 to 128 printable characters, or -)", field(128) },
+  { "SP", P" " }, { "MSGID (1 to 32 printable characters, or -)", field(32) },
+  { "SP", P" " },
+  { "STRUCTURED-DATA ([SD-ID PARAM=\"VALUE\" ...] or -)",
+    syslog.nil_value * Cc(nil) + C(strict_sd_element^1) },
+  { "SP and MSG, or the end", " " * byte_order_mark_opt * msg_text + P"\n"^-1 * -1 * Cc("") },
+}
+local strict_rfc3164_steps = {
+  { "PRI (<0> to <191>)", strict_pri },
+  { 'TIMESTAMP ("Mmm dd hh:mm:ss")', Cc(false) * C(strict_rfc3164_time) * Cc(nil) },
+  { "SP", P" " },
+  { "HOSTNAME (letters, digits, '.', '_', '-')", C(rfc3164_hostname) * #P" " },
+  { "SP", P" " },
+  { "MSG", tag_and_msg },
+}
+
+-- The steps after the PRI, in sequence.
+local function after_pri(steps)
+  local p = P(true)
+  for i = 2, #steps do p = p * steps[i][2] end
+  return p
+end
+local strict_rfc5424_after_pri = after_pri(strict_rfc5424_steps)
+local strict_rfc3164_after_pri = after_pri(strict_rfc3164_steps)
+local starts_rfc5424 = #(lenient_pri * version_1)
+
+local receivers = {
+  [false] = {
+    auto = lenient_pri * (lenient_rfc5424_after_pri + lenient_rfc3164_after_pri)
+           + invalid_pri * Cc(false) * whole_record_rfc3164
+           + Cc(nil) * lenient_rfc3164_after_pri,
+    rfc3164 = lenient_pri * lenient_rfc3164_after_pri
+              + invalid_pri * Cc(false) * whole_record_rfc3164
+              + Cc(nil) * lenient_rfc3164_after_pri,
+    rfc5424 = lenient_pri * (lenient_rfc5424_after_pri + not_rfc5424_after_pri)
+              + invalid_pri * not_rfc5424_after_pri
+              + Cc(nil) * not_rfc5424_after_pri,
+  },
+  [true] = {
+    auto = strict_pri * (#version_1 * strict_rfc5424_after_pri + strict_rfc3164_after_pri),
+    rfc3164 = strict_pri * strict_rfc3164_after_pri,
+    rfc5424 = strict_pri * strict_rfc5424_after_pri,
+  },
+}
+
+function syslog.receiver(format, strict)
+  local pattern = receivers[strict and true or false][format]
+  if not pattern then
+    error(string.format("syslog: unknown format '%s' (auto, rfc3164 or rfc5424)", tostring(format)), 2)
+  end
+  return pattern
+end
+
+-- Why a strict receiver rejects `record`: the first part that does not
+-- parse and the byte where it was tried. For the error path only.
+function syslog.rejection(format, record)
+  local steps, name = strict_rfc3164_steps, "RFC 3164"
+  if format == "rfc5424" or (format == "auto" and starts_rfc5424:match(record)) then
+    steps, name = strict_rfc5424_steps, "RFC 5424"
+  end
+  local at = 1
+  for _, step in ipairs(steps) do
+    local next_at = (step[2] / 0 * Cp()):match(record, at)
+    if not next_at then
+      return string.format("not %s: expected %s at byte %d", name, step[1], at)
+    end
+    at = next_at
+  end
+  return string.format("not %s", name)
+end
+
+-- Calls add(sd_id, param_name, value) for each parameter of an RFC 5424
+-- STRUCTURED-DATA text, values unescaped, in order; when the text does not
+-- parse, calls nothing and returns nil. `add` is fixed when the pattern is
+-- built (once), so reading SD costs no closure per record.
+function syslog.sd_parameters(add)
+  local param = (Cb("sd_id") * C(sd_name) * '="' * sd_value_unescaped * '"') / add
+  local element = "[" * Cg(C(sd_name), "sd_id") * (" " * param)^0 * "]"
+  return element^1 * -1 * Cc(true)
 end
 
 return syslog

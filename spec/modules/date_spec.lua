@@ -189,6 +189,27 @@ describe("date grammars", function()
     assert.equal(1779186617e9, ns)
   end)
 
+  it("reads RFC 3164 timestamps as rsyslog receives them", function()
+    assert.same({ false, 5, 9, false, 8, 1, 2, 0 }, { date.rfc3164_received:match("May  9 08:01:02") })
+    assert.same({ false, 5, 19, false, 8, 1, 2, 0 }, { date.rfc3164_received:match("May  19 08:01:02") })
+    assert.same({ 2026, 5, 19, false, 8, 1, 2, 0.5 },
+                { date.rfc3164_received:match("2026 May 19 08:01:02.5") })      -- Brocade
+    assert.same({ false, 5, 19, 2026, 8, 1, 2, 0 },
+                { date.rfc3164_received:match("May 19 2026 08:01:02") })        -- Cisco
+    assert.is_nil(date.rfc3164_received:match("May 32 08:01:02"))
+    assert.is_nil(date.rfc3164_received:match("May 19 24:01:02"))
+    assert.is_nil(date.rfc3164_received_text:match("May 19 08:61:02"))
+    local to_ns = date.rfc3164_to_ns("UTC", function() return 1779235200 end)
+    assert.equal(1779186617e9, to_ns["May 19 2026 10:30:17"])
+    assert.equal(1747650617e9, to_ns["2025 May 19 10:30:17"])
+  end)
+
+  it("reads RFC 3339 only with its offset", function()
+    assert.truthy(date.rfc3339_text:match("2026-05-19T18:30:17.123456+08:00"))
+    assert.truthy(date.rfc3339_text:match("2026-05-19T10:30:17Z"))
+    assert.is_nil(date.rfc3339_text:match("2026-05-19T10:30:17 x"))
+  end)
+
   it("reads rsyslog's mysql, pgsql and unix formats", function()
     assert.equal(1779186617e9, lpeg.match(date.mysql_ns("+08:00"), "20260519183017"))
     assert.equal(1779186617e9, lpeg.match(date.pgsql_ns("UTC"), "2026-05-19 10:30:17"))
@@ -220,6 +241,15 @@ describe("RFC 3164 year inference", function()
 
   it("puts early January seen on Dec 31 in the next year", function()
     assert.equal(2027, year_of("Jan  1 00:00:10", at(2026, 12, 31, 23, 59, 0)))
+  end)
+
+  it("reconsiders a text's year at the first new text a day later", function()
+    local now = utc(2026, 5, 20)
+    local to_ns = date.rfc3164_to_ns("UTC", function() return now end)
+    assert.equal(utc(2026, 5, 19, 10, 30, 17) * 1e9, to_ns["May 19 10:30:17"])
+    now = utc(2027, 5, 20)
+    assert.equal(utc(2027, 5, 20) * 1e9, to_ns["May 20 00:00:00"])         -- a new text
+    assert.equal(utc(2027, 5, 19, 10, 30, 17) * 1e9, to_ns["May 19 10:30:17"])
   end)
 
   it("converts W3's timestamp from Shanghai time", function()

@@ -259,3 +259,48 @@ describe("rsyslog.compile", function()
     assert.is_nil(compiled.produces.timegenerated)
   end)
 end)
+
+describe("rsyslog properties a syslog receiver's templates use", function()
+  it("reads %pri%, %TIMESTAMP%, %HOSTNAME%, %programname%, %procid% and %msg%", function()
+    local t = grammar("<%pri%>%TIMESTAMP% %HOSTNAME% %programname%[%procid%]: %msg%")
+      :match("<86>May  9 08:01:02 snack sudo[77]: alice : TTY=pts/0")
+    assert.same({ pri = 86, syslogfacility = 10, syslogseverity = 6, timestamp = 1778313662e9,
+                  hostname = "snack", programname = "sudo", procid = "77",
+                  msg = "alice : TTY=pts/0" }, t)
+  end)
+
+  it("reads %timegenerated% beside %timereported%", function()
+    local t = grammar("%timegenerated:::date-rfc3339% %TIMESTAMP% %msg%")
+      :match("2026-05-19T10:30:18.5Z May 19 10:30:17 x")
+    assert.equal(1779186618.5e9, t.timegenerated)
+    assert.equal(1779186617e9, t.timestamp)
+  end)
+
+  it("reads %syslogtag% followed by sp-if-no-1st-sp, with or without the space", function()
+    local g = grammar("%syslogtag%%msg:::sp-if-no-1st-sp%%msg%")
+    assert.same({ syslogtag = "jls:", programname = "jls", msg = "x" }, g:match("jls: x"))
+    assert.same({ syslogtag = "jls:", programname = "jls", msg = "x" }, g:match("jls:x"))
+  end)
+
+  it("reads a msg written with drop-last-lf as written", function()
+    local g = grammar("%HOSTNAME% %msg:::drop-last-lf%\\n")
+    assert.equal("two\nlines", g:match("snack two\nlines\n").msg)
+    -- Without the template's newline, a final newline is one the msg kept.
+    g = grammar("%HOSTNAME% %msg:::drop-last-lf%")
+    assert.equal("two\nlines\n", g:match("snack two\nlines\n").msg)
+    assert.equal("two\nlines", g:match("snack two\nlines").msg)
+  end)
+
+  it("reads every date option rsyslog writes a full time with", function()
+    local function ts(option, text)
+      return grammar("%TIMESTAMP:::" .. option .. "% %msg%", "+08:00"):match(text .. " x").timestamp
+    end
+    assert.equal(1779186617e9, ts("date-rfc3164", "May 19 18:30:17"))
+    assert.equal(1778322317e9, ts("date-rfc3164-buggyday", "May 09 18:25:17"))
+    assert.equal(1779186617.25e9, ts("date-rfc3339", "2026-05-19T18:30:17.25+08:00"))
+    assert.equal(1779186617e9, ts("date-rfc3339,date-utc", "2026-05-19T10:30:17Z"))
+    assert.equal(1779186617e9, ts("date-mysql", "20260519183017"))
+    assert.equal(1779186617e9, ts("date-pgsql", "2026-05-19 18:30:17"))
+    assert.equal(1779186617e9, ts("date-unixtimestamp", "1779186617"))
+  end)
+end)

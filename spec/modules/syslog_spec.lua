@@ -146,3 +146,54 @@ describe("syslog RFC 5424 lines", function()
                 rfc5424:match("<13>1 - - - - - -"))
   end)
 end)
+
+describe("syslog.receiver", function()
+  local function values(format, strict, record)
+    return { lpeg.match(syslog.receiver(format, strict), record) }
+  end
+
+  it("captures RFC 3164 texts in its layout", function()
+    assert.same({ "44", false, "May 19 18:30:17", nil, "snack", "jls:", "foo bar 32" },
+                values("auto", false, "<44>May 19 18:30:17 snack jls: foo bar 32"))
+    assert.same({ "13", false, nil, "2026-05-19T10:30:17Z", "snack", "sshd[7]:", "hi" },
+                values("auto", false, "<13>2026-05-19T10:30:17Z snack sshd[7]: hi"))
+    assert.same({ nil, false, nil, nil, nil, nil, "[x] no header" },
+                values("auto", false, "[x] no header"))
+    assert.same({ false, false, nil, nil, nil, nil, "<999>x" }, values("auto", false, "<999>x"))
+  end)
+
+  it("captures RFC 5424 texts in its layout", function()
+    assert.same({ "165", true, "2003-10-11T22:14:15.003Z", "mymachine.example.com", "evntslog",
+                  nil, "ID47", '[exampleSDID@32473 iut="3"]', "entry" },
+                values("auto", false, '<165>1 2003-10-11T22:14:15.003Z mymachine.example.com '
+                                      .. 'evntslog - ID47 [exampleSDID@32473 iut="3"] \239\187\191entry'))
+    assert.same({ "13", true, nil, nil, nil, nil, nil, nil, "no timestamp here" },
+                values("auto", false, "<13>1 no timestamp here"))
+  end)
+
+  it("matches only valid records when strict, and says why the others fail", function()
+    assert.same({}, values("auto", true, "<13>hello"))
+    assert.equal('not RFC 3164: expected TIMESTAMP ("Mmm dd hh:mm:ss") at byte 5',
+                 syslog.rejection("auto", "<13>hello"))
+    assert.equal("not RFC 5424: expected SP at byte 31",
+                 syslog.rejection("rfc5424", "<13>1 2003-10-11T22:14:15.003Z"))
+    assert.has_error(function() syslog.receiver("rfc3339") end,
+                     "syslog: unknown format 'rfc3339' (auto, rfc3164 or rfc5424)")
+  end)
+
+  it("reads PRI texts with leading zeros, as rsyslog does", function()
+    assert.equal(13, syslog.pri_of_text["013"])
+    assert.equal(0, syslog.severity_of_pri_text["000"])
+  end)
+end)
+
+describe("syslog.sd_parameters", function()
+  it("calls add for each parameter, in order, with values unescaped", function()
+    local seen = {}
+    local sd = syslog.sd_parameters(function(id, name, value) seen[#seen + 1] = { id, name, value } end)
+    assert.is_true(lpeg.match(sd, '[a@1 x="1" y="say \\"hi\\""][b@2 x="\\]"]'))
+    assert.same({ { "a@1", "x", "1" }, { "a@1", "y", 'say "hi"' }, { "b@2", "x", "]" } }, seen)
+    assert.is_nil(lpeg.match(sd, '[a@1 x="1"] trailing'))
+    assert.equal(3, #seen)
+  end)
+end)
