@@ -2,9 +2,10 @@
  * syslog_dgram.c - a datagram socket of a syslog listener
  * (syslog_internal.h): UDP, or a Unix datagram socket such as /dev/log.
  *
- * libuv's UDP handle has no Unix datagrams and hides the ancillary data
- * that counts the kernel's drops, so the socket is our own, polled on the
- * loop, and read SYSLOG_DGRAM_BATCH datagrams per recvmmsg(2). Each
+ * libuv's UDP handle has no Unix datagrams, so the socket is our own,
+ * polled on the loop, and read SYSLOG_DGRAM_BATCH datagrams per
+ * recvmmsg(2). The kernel counts what it drops for a full buffer
+ * (SO_MEMINFO), read whenever the counters are. Each
  * datagram is a message (frame_datagram), with its sender's address. The
  * socket is one source; holding it stops the polling, and the kernel's
  * buffer (receive_buffer) takes what comes meanwhile.
@@ -18,6 +19,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <linux/sock_diag.h>
 
 #include "log.h"
 #include "syslog_internal.h"
@@ -36,10 +39,6 @@ struct syslog_dgram {
   struct mmsghdr msgs[SYSLOG_DGRAM_BATCH];
   struct iovec iov[SYSLOG_DGRAM_BATCH];
   struct sockaddr_storage senders[SYSLOG_DGRAM_BATCH];
-  union {                   /* aligned for cmsghdr */
-    struct cmsghdr align;
-    char bytes[CMSG_SPACE(sizeof(uint32_t))];
-  } control[SYSLOG_DGRAM_BATCH];
   struct sockaddr_storage last_sender; /* whose text `from` is */
   char from[SYSLOG_ADDR_TEXT];
 };
@@ -60,7 +59,6 @@ static int bind_socket(syslog_dgram *d, const config_syslog *cfg, char *why,
   syslog_listener *l = d->l;
   struct sockaddr_storage bound;
   socklen_t namelen = sizeof bound;
-  int on = 1;
 
   if (l->transport == SYSLOG_UNIX_DGRAM) {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
@@ -73,8 +71,6 @@ static int bind_socket(syslog_dgram *d, const config_syslog *cfg, char *why,
     if (chmod(l->path, cfg->socket_mode) != 0) goto fail;
     return 0;
   }
-  /* The kernel's count of drops comes with each datagram. */
-  setsockopt(d->fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
   if (bind(d->fd, (const struct sockaddr *)&cfg->sockaddr,
            cfg->sockaddr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                : sizeof(struct sockaddr_in)) != 0)
@@ -113,8 +109,7 @@ int syslog_dgram_open(syslog_listener *l, const config_syslog *cfg,
     d->iov[i] = (struct iovec){d->slots + i * SYSLOG_DGRAM_SIZE,
                                SYSLOG_DGRAM_SIZE};
     d->msgs[i].msg_hdr = (struct msghdr){
-      .msg_name = &d->senders[i], .msg_iov = &d->iov[i], .msg_iovlen = 1,
-      .msg_control = d->control[i].bytes};
+      .msg_name = &d->senders[i], .msg_iov = &d->iov[i], .msg_iovlen = 1};
   }
   return bind_socket(d, cfg, err, errlen);
 }
@@ -152,15 +147,15 @@ static const char *sender(syslog_dgram *d, const struct msghdr *h)
   return d->from;
 }
 
-/* SO_RXQ_OVFL: how many datagrams the socket dropped since it was made. */
-static void note_drops(syslog_dgram *d, struct msghdr *h)
+void syslog_dgram_count_drops(syslog_dgram *d)
 {
-  for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm))
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
-      uint32_t drops;
-      memcpy(&drops, CMSG_DATA(cm), sizeof drops);
-      d->l->dropped = drops;
-    }
+  uint32_t meminfo[SK_MEMINFO_VARS];
+  socklen_t len = sizeof meminfo;
+
+  if (d->fd >= 0 &&
+      getsockopt(d->fd, SOL_SOCKET, SO_MEMINFO, meminfo, &len) == 0 &&
+      len > SK_MEMINFO_DROPS * sizeof meminfo[0])
+    d->l->dropped = meminfo[SK_MEMINFO_DROPS];
 }
 
 static void take(syslog_dgram *d, struct mmsghdr *m)
@@ -168,7 +163,6 @@ static void take(syslog_dgram *d, struct mmsghdr *m)
   frame_handler h = {on_message, on_malformed, d};
   const char *bytes = m->msg_hdr.msg_iov->iov_base;
 
-  note_drops(d, &m->msg_hdr);
   d->src->from = sender(d, &m->msg_hdr);
   if (m->msg_hdr.msg_flags & MSG_TRUNC) {
     char why[128];
@@ -187,10 +181,8 @@ static ssize_t receive(syslog_dgram *d)
   ssize_t bytes = 0;
   int n;
 
-  for (size_t i = 0; i < SYSLOG_DGRAM_BATCH; i++) {
+  for (size_t i = 0; i < SYSLOG_DGRAM_BATCH; i++)
     d->msgs[i].msg_hdr.msg_namelen = sizeof d->senders[i];
-    d->msgs[i].msg_hdr.msg_controllen = sizeof d->control[i].bytes;
-  }
   do {
     n = recvmmsg(d->fd, d->msgs, SYSLOG_DGRAM_BATCH, MSG_DONTWAIT, NULL);
   } while (n < 0 && errno == EINTR);
@@ -282,6 +274,7 @@ void syslog_dgram_drain(syslog_dgram *d)
 /* Closes the socket and removes its file. */
 static void release_socket(syslog_dgram *d)
 {
+  syslog_dgram_count_drops(d);
   if (d->fd >= 0) close(d->fd);
   d->fd = -1;
   if (d->l->bound_path) unlink(d->l->path);

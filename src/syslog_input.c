@@ -308,8 +308,9 @@ static void syslog_hold(pl_source *src, bool hold)
 
 static void syslog_stats(pl_input *pi, pipeline_input_stats *st)
 {
-  const syslog_listener *l = pi->state;
+  syslog_listener *l = pi->state;
 
+  if (l->dgram) syslog_dgram_count_drops(l->dgram);
   st->kind = "syslog";
   st->connections = l->connections;
   st->refused = l->refused;

@@ -39,7 +39,7 @@
  * output full, the source's worker behind) stops reading the source: a
  * stream then pushes back on its sender through TCP, a datagram socket
  * lets the kernel drop what does not fit in its buffer, and those drops
- * are counted (SO_RXQ_OVFL). Stopping closes the listeners, reads what the
+ * are counted (the kernel's count, SO_MEMINFO). Stopping closes the listeners, reads what the
  * kernel already holds for every socket, and ends each connection's last
  * message as the peer closing would.
  *

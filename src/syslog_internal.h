@@ -122,6 +122,8 @@ void syslog_dgram_drain(syslog_dgram *d);
 /* The source finished, or the pipeline is torn down: closes the socket. */
 void syslog_dgram_close(syslog_dgram *d);
 bool syslog_dgram_closed(const syslog_dgram *d);
+/* The kernel's count of datagrams dropped into l->dropped. */
+void syslog_dgram_count_drops(syslog_dgram *d);
 void syslog_dgram_free(syslog_dgram *d);
 
 #endif

@@ -115,6 +115,12 @@ function harness.load(path, config, options)
   local plugin = setmetatable({ injected = {}, payloads = {} }, Plugin)
   local env = {}
   for _, name in ipairs(SAFE_GLOBALS) do env[name] = _G[name] end
+  -- pairs through a Lua step, as src/sandbox_env.c does: under a LuaJIT
+  -- built with LUAJIT_ENABLE_CHECKHOOK a compiled loop over next can spin
+  -- forever (LuaJIT issue #754).
+  local next = next
+  local function step(t, k) return next(t, k) end
+  env.pairs = function(t) return step, t, nil end
   env.string, env.table, env.math = string, table, math
   env.os = { time = options.clock or os.time, clock = os.clock, date = os.date }
   env._G = env
