@@ -183,7 +183,8 @@ static void on_chunk_done(void *ud, input *in)
     src->ticket = NULL;
     return;
   }
-  job->input = &src->owner->ri;
+  if (!src->w) pipeline_source_place(src);
+  job->input = src->ri;
   job->source = src;
   job->file = src->file ? src->in.path : NULL;
   job->is_offset = in->is_offset;
@@ -193,7 +194,7 @@ static void on_chunk_done(void *ud, input *in)
   src->ticket = NULL;
   src->in_flight++;
   if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
-  worker_queue(src->owner->w, job);
+  worker_queue(src->w, job);
   hold_or_go(pl, src);
 }
 

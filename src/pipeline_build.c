@@ -116,23 +116,39 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
     }
   }
   for (size_t i = 0; i < w->ninputs; i++) {
-    pl_input *pi = (pl_input *)((char *)w->inputs[i] - offsetof(pl_input, ri));
-    const config_plugin *p = pi->cfg;
-    if (!p->decoder) continue;
-    pi->ri.decoder = make_sandbox(pl, config_find(cfg, p->decoder,
-                                                  PLUGIN_DECODER),
-                                  SANDBOX_DECODER, err, errlen);
-    if (!pi->ri.decoder) return -1;
+    router_input *ri = w->inputs[i];
+    if (!ri->decoder_name) continue;
+    ri->decoder = make_sandbox(pl, config_find(cfg, ri->decoder_name,
+                                               PLUGIN_DECODER),
+                               SANDBOX_DECODER, err, errlen);
+    if (!ri->decoder) return -1;
   }
   return 0;
 }
 
-/* Pins input i to worker i % N and starts the workers: no more than there
- * are inputs, at least one. */
+/* An input that spreads gets a router_input on every worker, a copy of
+ * its settings; each worker builds the decoder of its own. */
+static int spread_input(pipeline *pl, pl_input *pi)
+{
+  pi->spread = calloc(pl->nworkers, sizeof *pi->spread);
+  if (!pi->spread) return -1;
+  for (size_t k = 0; k < pl->nworkers; k++) {
+    pi->spread[k] = pi->ri;
+    pl->workers[k].inputs[pl->workers[k].ninputs++] = &pi->spread[k];
+  }
+  return 0;
+}
+
+/* Starts the workers: no more than the inputs can keep busy, at least
+ * one. An input that spreads its sources has a place on each; the others
+ * are pinned round-robin, input i to worker i % N. */
 static int start_workers(pipeline *pl, char *err, size_t errlen)
 {
-  size_t n = pl->cfg->workers < pl->ninputs ? pl->cfg->workers : pl->ninputs;
+  size_t busy = 0, n;
 
+  for (size_t i = 0; i < pl->ninputs; i++)
+    busy += pl->inputs[i].spreads ? pl->cfg->workers : 1;
+  n = pl->cfg->workers < busy ? pl->cfg->workers : busy;
   pl->nworkers = n ? n : 1;
   pl->workers = calloc(pl->nworkers, sizeof *pl->workers);
   if (!pl->workers) {
@@ -148,13 +164,40 @@ static int start_workers(pipeline *pl, char *err, size_t errlen)
       snprintf(err, errlen, "out of memory");
       return -1;
     }
-    for (size_t i = k; i < pl->ninputs; i += pl->nworkers) {
-      pl->inputs[i].w = w;
-      w->inputs[w->ninputs++] = &pl->inputs[i].ri;
-    }
-    if (worker_start(w, &pl->notify, err, errlen) != 0) return -1;
   }
+  for (size_t i = 0, pinned = 0; i < pl->ninputs; i++) {
+    pl_input *pi = &pl->inputs[i];
+    worker *w = &pl->workers[pinned % pl->nworkers];
+    if (pi->spreads && pl->nworkers > 1) {
+      if (spread_input(pl, pi) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+      }
+      continue;
+    }
+    pi->w = w;
+    w->inputs[w->ninputs++] = &pi->ri;
+    pinned++;
+  }
+  for (size_t k = 0; k < pl->nworkers; k++)
+    if (worker_start(&pl->workers[k], &pl->notify, err, errlen) != 0)
+      return -1;
   return 0;
+}
+
+void pipeline_source_place(pl_source *src)
+{
+  pl_input *pi = src->owner;
+  size_t k;
+
+  if (!pi->spread) {
+    src->w = pi->w;
+    src->ri = &pi->ri;
+    return;
+  }
+  k = pi->next_worker++ % pi->pl->nworkers;
+  src->w = &pi->pl->workers[k];
+  src->ri = &pi->spread[k];
 }
 
 pl_source *pipeline_source_new(pl_input *pi)
@@ -479,6 +522,7 @@ int pipeline_destroy(pipeline *pl)
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
     if (pi->kind && pi->kind->free) pi->kind->free(pi);
+    free(pi->spread);
     while (pi->sources) {
       pl_source *src = pi->sources;
       pi->sources = src->next;

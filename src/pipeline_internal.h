@@ -54,6 +54,8 @@ typedef struct pl_source {
   const char *from;          /* the sender of the records being read, for
                                 the message's sender_field; NULL: none */
   struct syslog_conn *conn;  /* syslog_input: the connection it reads */
+  worker *w;                 /* its jobs' worker, and the decoder there: */
+  router_input *ri;          /* set as its first job goes */
   line_joiner join;          /* rule NULL: lines are records */
 } pl_source;
 
@@ -81,8 +83,14 @@ struct pl_input {
   pipeline *pl;
   const char *name;
   const config_plugin *cfg;  /* while building only */
-  router_input ri;           /* used by its worker only */
-  worker *w;
+  router_input ri;           /* pinned: used by its worker only */
+  worker *w;                 /* pinned: its worker */
+  /* An input with many sources (files, connections) may spread them over
+   * the workers, each source staying on one, so its order holds: then
+   * each worker has its own router_input (decoder) for it. */
+  bool spreads;              /* set by its kind's build */
+  router_input *spread;      /* spreads: one per worker */
+  size_t next_worker;        /* spreads: where the next source goes */
   pl_source *sources;        /* reading now */
   const struct input_kind *kind;
   void *state;               /* the kind's own */
@@ -151,6 +159,8 @@ void pipeline_stop_workers(pipeline *pl);
 pl_source *pipeline_source_new(pl_input *pi);
 /* The source's records so far go to its worker (after a read). */
 void pipeline_source_chunk_done(pl_source *src);
+/* Picks the worker the source's jobs go to (pipeline_build.c). */
+void pipeline_source_place(pl_source *src);
 /* Unlinks and frees a finished source whose jobs came back. */
 void pipeline_source_free(pl_source *src);
 

@@ -181,6 +181,7 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
   if (cfg->transport == SYSLOG_UDP || cfg->transport == SYSLOG_UNIX_DGRAM) {
     rc = syslog_dgram_open(l, cfg, why, sizeof why);
   } else if ((l->readbuf = malloc(SYSLOG_READ_SIZE))) {
+    pi->spreads = true; /* connections go to the workers in turn */
     uv_timer_init(pi->pl->loop, &l->stop_timer);
     l->stop_timer.data = l;
     l->stop_timer_open = true;

@@ -672,6 +672,7 @@ static int tail_build(pl_input *pi, const config_plugin *p, char *err,
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  pi->spreads = true;
   pi->state = tail_create(pi, &p->tail, err, errlen);
   return pi->state ? 0 : -1;
 }

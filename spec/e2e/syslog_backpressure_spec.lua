@@ -57,9 +57,12 @@ describe("syslog_input under backpressure", function()
     assert.are.equal(#lines, #got)
     for i = 1, #lines, 997 do assert.are.equal(lines[i], got[i]) end
     assert.are.equal(lines[#lines], got[#got])
-    -- The jobs in flight, the output queue and the binary (under ASan, its
-    -- shadow memory too): far below the 30 MB that passed.
-    assert.is_true(rss < 30 * 1024, "VmHWM " .. tostring(rss) .. " kB")
+    -- The jobs in flight, the output queue and the binary: far below the
+    -- 30 MB that passed. (Under ASan, freed memory waits in its 256 MB
+    -- quarantine, so the peak says nothing there.)
+    if not os.getenv("ASAN_OPTIONS") then
+      assert.is_true(rss < 30 * 1024, "VmHWM " .. tostring(rss) .. " kB")
+    end
     h.cleanup(lj.dir)
   end)
 

@@ -221,7 +221,11 @@ describe("syslog_input with malformed frames", function()
                       ["<13>before the reset"] = 1, ["<13>on a new connection"] = 1 }, got)
     for _, record in ipairs(r.records) do
       assert.are.equal("octets", record.inputname)
-      assert.are.equal("127.0.0.1", record["fromhost-ip"])
+      -- A peer that reset before its connection was accepted has no
+      -- address left to ask for (getpeername: ENOTCONN).
+      if record.message ~= "<13>before the reset" or record["fromhost-ip"] then
+        assert.are.equal("127.0.0.1", record["fromhost-ip"])
+      end
     end
     local s = h.summary(r.stderr, "octets")
     assert.are.equal(3, s.malformed)
