@@ -7,13 +7,15 @@ Addresses are written as lumberjit logs them: tcp://HOST:PORT,
 tls://HOST:PORT, udp://HOST:PORT, unix:/path (datagrams), unix-stream:/path.
 
   syslog_client.py send ADDRESS FILE [--reset] [--linger S] [--wait-close S]
+                        [--stay-open]
                         [--ca CA] [--cert CERT --key KEY]
       Connects, sends FILE's bytes as they are, prints "sent" once the
       kernel holds them all, then closes: normally (FIN),
       or with --reset abruptly (RST, as a client that dies). --linger keeps
       the connection open S seconds after sending; --wait-close waits up to
       S seconds for the server to close and prints "closed by server" when
-      it does. For udp:// and unix: each line of FILE is one datagram.
+      it does (after closing its own side, unless --stay-open, as an idle
+      client that keeps its connection). For udp:// and unix: each line of FILE is one datagram.
       TLS: the server is verified against --ca (by its IP address or name).
 
   syslog_client.py hold ADDRESS N [--ca CA] [--cert CERT --key KEY]
@@ -108,7 +110,7 @@ def send(args):
     if args.linger:
         time.sleep(args.linger)
     if args.wait_close:
-        if scheme != "tls":
+        if scheme != "tls" and not args.stay_open:
             sock.shutdown(socket.SHUT_WR)
         if wait_for_close(sock, args.wait_close):
             print("closed by server")
@@ -137,6 +139,7 @@ def main():
     send_parser.add_argument("--reset", action="store_true")
     send_parser.add_argument("--linger", type=float, default=0)
     send_parser.add_argument("--wait-close", type=float, default=0)
+    send_parser.add_argument("--stay-open", action="store_true")
     hold_parser = commands.add_parser("hold")
     hold_parser.add_argument("address")
     hold_parser.add_argument("n", type=int)
