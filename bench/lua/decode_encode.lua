@@ -10,22 +10,17 @@
 -- read_message / read_next_field reduced to table reads, so the figures are
 -- the plugins' own cost (the C API calls they make cost extra in lumberjit).
 
-package.path = "./lua_modules/?.lua;./spec/modules/?.lua;" .. package.path
+package.path = "./lua_modules/?.lua;./spec/modules/?.lua;./bench/lua/?.lua;" .. package.path
 local harness = require "plugin_harness"
 
 local iterations = tonumber(arg[1]) or 1000000
 local line = "<44>May 19 18:30:17 snack jls: foo bar 32"
 local w3_template = "<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\\n"
 
--- Best of five rounds: the machine's other work only ever adds time.
+local best_of = require "best_of"
+
 local function measure(label, run)
-  run(iterations / 10)                       -- warm up (and let the JIT compile)
-  local best = math.huge
-  for _ = 1, 5 do
-    local started = os.clock()
-    run(iterations)
-    best = math.min(best, os.clock() - started)
-  end
+  local best = best_of(run, iterations)
   print(string.format("%-28s %8.0f ns/line  %10.0f lines/s", label,
                       best / iterations * 1e9, iterations / best))
 end

@@ -12,15 +12,8 @@
 -- keeping nothing, so the figures are the decoders' own cost (inject_message
 -- costs extra in lumberjit).
 
-package.path = "./lua_modules/?.lua;./spec/modules/?.lua;" .. package.path
+package.path = "./lua_modules/?.lua;./spec/modules/?.lua;./bench/lua/?.lua;" .. package.path
 local harness = require "plugin_harness"
-
--- As lumberjit's sandbox does (src/sandbox_env.c): a LuaJIT built with
--- LUAJIT_ENABLE_CHECKHOOK, as lumberjit's is, can loop forever in a pairs()
--- loop it compiles (LuaJIT issue #754); a Lua step function avoids it.
-local next = next
-local function step(t, k) return next(t, k) end
-pairs = function(t) return step, t, nil end
 
 local path = assert(arg[1], "usage: luajit bench/lua/syslog_decoder.lua LINES_FILE [rounds]")
 local rounds = tonumber(arg[2]) or 5
@@ -36,16 +29,12 @@ for line in io.lines(path) do
     pri, tonumber(day), time, #rfc5424_lines % 1000000, host, program, pid, sd, msg)
 end
 
--- Best of `rounds` passes over all lines: the machine's other work only
--- ever adds time.
+local best_of = require "best_of"
+
+-- Passes over all lines; the best of `rounds`.
 local function measure(label, process, lines)
-  for i = 1, #lines do process(lines[i]) end      -- warm up (and let the JIT compile)
-  local best = math.huge
-  for _ = 1, rounds do
-    local started = os.clock()
-    for i = 1, #lines do process(lines[i]) end
-    best = math.min(best, os.clock() - started)
-  end
+  local best = best_of(function() for i = 1, #lines do process(lines[i]) end end,
+                       #lines, rounds)
   print(string.format("%-34s %6.0f ns/line  %9.0f lines/s", label,
                       best / #lines * 1e9, #lines / best))
 end

@@ -12,8 +12,9 @@
 -- part, so RFC 3339 dates are written anew for every message, as they are
 -- for messages that came with fractional seconds.
 
-package.path = "./lua_modules/?.lua;./spec/modules/?.lua;" .. package.path
+package.path = "./lua_modules/?.lua;./spec/modules/?.lua;./bench/lua/?.lua;" .. package.path
 local harness = require "plugin_harness"
+local best_of = require "best_of"
 
 local iterations = tonumber(arg[1]) or 1000000
 local LINE_COUNT = 10000
@@ -65,7 +66,6 @@ local function encoder_of(path, settings)
   return encoder.env.process_message
 end
 
--- Best of five rounds: the machine's other work only ever adds time.
 local function measure(label, encode)
   local count = #messages
   local function run(n)
@@ -74,13 +74,7 @@ local function measure(label, encode)
       encode()
     end
   end
-  run(iterations / 10)                       -- warm up (and let the JIT compile)
-  local best = math.huge
-  for _ = 1, 5 do
-    local started = os.clock()
-    run(iterations)
-    best = math.min(best, os.clock() - started)
-  end
+  local best = best_of(run, iterations)
   current, cursor = messages[1], 0
   print(string.format("%-30s %6.0f ns/message %10.0f messages/s   %s", label,
                       best / iterations * 1e9, iterations / best, (encode():gsub("\n", "\\n"))))
