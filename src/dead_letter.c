@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "utf8.h"
 
 int dead_letter_open(dead_letter *dl, uv_loop_t *loop, const char *path,
                      output_sink *shared, output_events ev, char *err,
@@ -23,28 +24,6 @@ int dead_letter_open(dead_letter *dl, uv_loop_t *loop, const char *path,
   dl->sink = &dl->own;
   dl->owns_sink = true;
   return 0;
-}
-
-/* Length of the valid UTF-8 sequence at s (1 to 4), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t avail)
-{
-  size_t n;
-  uint32_t cp;
-
-  if (s[0] < 0x80) return 1;
-  if ((s[0] & 0xE0) == 0xC0) n = 2, cp = s[0] & 0x1F;
-  else if ((s[0] & 0xF0) == 0xE0) n = 3, cp = s[0] & 0x0F;
-  else if ((s[0] & 0xF8) == 0xF0) n = 4, cp = s[0] & 0x07;
-  else return 0;
-  if (n > avail) return 0;
-  for (size_t i = 1; i < n; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = cp << 6 | (s[i] & 0x3F);
-  }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-      cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return n;
 }
 
 /* Appends s as a JSON string (with quotes); false, appending nothing, when
@@ -67,7 +46,7 @@ static bool json_string(buf *b, const char *s, size_t len)
     } else if (c < 0x20) {
       buf_append(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
       i++;
-    } else if ((n = utf8_len(u + i, len - i)) != 0) {
+    } else if ((n = utf8_sequence_len(u + i, len - i)) != 0) {
       buf_append(b, s + i, n);
       i += n;
     } else {

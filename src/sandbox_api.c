@@ -19,6 +19,7 @@
 
 #include <lauxlib.h>
 
+#include "json_message.h"
 #include "sandbox_internal.h"
 
 /* What one injected message counts against the output limit, whatever its
@@ -360,6 +361,22 @@ static int api_inject_message(lua_State *L)
   return 0;
 }
 
+/* inject_message_json(): appends the current message to the encoder's
+ * output as one JSON object (json_message.h). */
+static int api_inject_message_json(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+  size_t start;
+
+  if (!sb->out || !sb->current)
+    return luaL_error(L, "inject_message_json: only encoders write messages");
+  start = sb->out->len;
+  if (!json_message(sb->out, sb->current))
+    return luaL_error(L, "inject_message_json: out of memory");
+  sandbox_count_output(L, sb, sb->out->len - start);
+  return 0;
+}
+
 /* inject_payload(type, name, data...): appends the data to the encoder's
  * output. type and name are accepted for Heka compatibility. */
 static int api_inject_payload(lua_State *L)
@@ -390,5 +407,6 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
     return 0;
   }
   lua_register(L, "inject_payload", api_inject_payload);
+  lua_register(L, "inject_message_json", api_inject_message_json);
   return sandbox_view_open(L, sb, err, errlen);
 }

@@ -2,7 +2,8 @@
 -- in a fresh environment offering lumberjit's plugin API (sandbox/README.md):
 -- read_config, read_zoneinfo, require (lpeg, cjson, then lua_modules/ loaded
 -- into the plugin's environment, as the sandbox does), inject_message,
--- inject_payload, read_message and read_next_field.
+-- inject_payload, inject_message_json (spec/modules/json_reference.lua's
+-- text), read_message and read_next_field.
 --
 --   local plugin = harness.load("sandbox/decoders/rsyslog.lua", { tz = "UTC" })
 --   local rc, err, messages = plugin:decode("<44>May 19 ...")
@@ -15,6 +16,8 @@
 -- Options: zoneinfo = { [name] = bytes } to serve zones from memory,
 -- clock = function() -> epoch seconds, to stand in for os.time,
 -- inject = function(msg) to replace storing (benchmarks).
+
+local json_of = require "json_reference"
 
 local harness = {}
 
@@ -144,6 +147,9 @@ function harness.load(path, config, options)
     check_message(t)
     plugin.injected[#plugin.injected + 1] = deep_copy(t)
   end
+  env.inject_message_json = function()
+    plugin.written[#plugin.written + 1] = json_of(env.read_message, env.read_next_field)
+  end
   env.inject_payload = function(payload_type, name, ...)
     plugin.payloads[#plugin.payloads + 1] = { type = payload_type, name = name,
                                               data = table.concat({ ... }) }
@@ -180,14 +186,25 @@ function Plugin:set_message(message)
   self.cursor = 0
 end
 
+-- What process_message returned; or, when it wrote with
+-- inject_message_json and returned 0, what it wrote.
 function Plugin:encode(message)
   self:set_message(message)
-  return self.env.process_message()
+  self.written = {}
+  local result, reason = self.env.process_message()
+  if (result == 0 or result == nil) and #self.written > 0 then
+    return table.concat(self.written)
+  end
+  return result, reason
 end
 
 function Plugin:read_message(name, field_index, array_index)
   local message = self.message
-  if HEADERS[name] then return message[name] end
+  -- As in lumberjit, an empty string header is one never set.
+  if HEADERS[name] then
+    if message[name] == "" then return nil end
+    return message[name]
+  end
   if name == "raw" then return message.raw end
   local field_name = name:match("^Fields%[(.*)%]$")
   if not field_name then return nil end

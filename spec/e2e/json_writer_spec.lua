@@ -1,0 +1,79 @@
+-- The JSON encoder's C writer (src/json_message.c, the sandbox's
+-- inject_message_json) against its Lua reference
+-- (spec/modules/json_reference.lua): the same decoder runs in the binary
+-- and in the plugin harness on the same lines, and every line the binary
+-- writes must be the reference's text, byte for byte. The messages carry
+-- what JSON makes hard: escapes, control bytes, DEL, invalid and valid
+-- UTF-8, reserved field names, arrays, fractions, huge and negative
+-- numbers, booleans, absent headers.
+package.path = "./lua_modules/?.lua;./spec/modules/?.lua;" .. package.path
+local run = dofile("spec/e2e/run.lua")
+local harness = require "plugin_harness"
+
+local decoder = [[
+local n = 0
+function process_message(line)
+  n = n + 1
+  local odd = n % 2 == 1
+  inject_message({
+    Timestamp = 1779186617000000000 + n * 1234567 + (n % 3) * 499,
+    Payload = line,
+    Hostname = odd and "host\t\"quoted\"" or nil,
+    Type = "kind-" .. n % 3,
+    Logger = n % 3 == 0 and "log\\ger" or nil,
+    Severity = n % 8,
+    Pid = odd and n * 977 or nil,
+    Fields = {
+      message = "a field named like a header",
+      ["name \"with\" quotes\1"] = "del\127 bell\7 nul\0 end",
+      third = n / 3,
+      big = 2^60 + n * 1024,
+      negative = -n * 1.5,
+      tiny = 1e-300 * n,
+      flag = odd,
+      words = { "one", line, "b\200d" },
+      numbers = { 1, 2.5, -0.125, 1e21 },
+      line = line,
+    },
+  })
+end
+]]
+
+local lines = {
+  "plain ascii",
+  "tabs\tand\rreturns\band\fform feeds",
+  "utf-8: caf\195\169 \226\130\172 \240\159\152\128",
+  "invalid: \255\254 \192\128 \237\160\128 \244\144\128\128 cut \226\130",
+  "quotes \" and backslashes \\ and slash /",
+  "control \1\2\3\31 and DEL \127",
+  "",
+}
+
+describe("the JSON encoder's C writer", function()
+  it("writes what the Lua reference writes, byte for byte", function()
+    local input = table.concat(lines, "\n") .. "\n"
+    local r = run.lumberjit{
+      config = [[
+lumberjit = { dead_letter_path = "dead.log" }
+input = { type = "stdin_input", decoder = "d" }
+d = { type = "decoder", filename = "d.lua" }
+json = { type = "encoder", filename = "encoders/json.lua" }
+out = { type = "stdout_output", encoder = "json", message_matcher = "TRUE" }
+]],
+      files = { ["d.lua"] = decoder },
+      input = input,
+    }
+    assert.are.equal(0, r.status, r.stderr)
+    local got = run.lines(r.stdout)
+    run.write(r.dir .. "/d.lua", decoder)
+    local dec = harness.load(r.dir .. "/d.lua")
+    local enc = harness.load("sandbox/encoders/json.lua")
+    assert.are.equal(#lines, #got)
+    for i, line in ipairs(lines) do
+      local _, err, messages = dec:decode(line)
+      assert.are.equal(1, #messages, err)
+      assert.are.equal(enc:encode(messages[1]), got[i])
+    end
+    run.cleanup(r.dir)
+  end)
+end)
