@@ -26,7 +26,7 @@ bool buf_reserve(buf *b, size_t more)
   return true;
 }
 
-bool buf_append(buf *b, const void *bytes, size_t len)
+bool buf_append_growing(buf *b, const void *bytes, size_t len)
 {
   if (!buf_reserve(b, len)) return false;
   if (len) memcpy(b->data + b->len, bytes, len);

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 typedef struct {
   char *data;
@@ -17,7 +18,18 @@ typedef struct {
 void buf_free(buf *b);
 /* Makes room for `more` bytes past len; false when memory is exhausted. */
 bool buf_reserve(buf *b, size_t more);
-bool buf_append(buf *b, const void *bytes, size_t len);
+/* Grows the buffer and appends: buf_append's way once it is full. */
+bool buf_append_growing(buf *b, const void *bytes, size_t len);
+
+/* Inline: the JSON writer and the job copies append a few bytes at a
+ * time, mostly into room the buffer has. */
+static inline bool buf_append(buf *b, const void *bytes, size_t len)
+{
+  if (len > b->cap - b->len) return buf_append_growing(b, bytes, len);
+  if (len) memcpy(b->data + b->len, bytes, len);
+  b->len += len;
+  return true;
+}
 
 static inline void buf_clear(buf *b) { b->len = 0; }
 
