@@ -442,11 +442,39 @@ void output_collector_init(output_sink *o)
 
 /* Takes all of from's records in one copy; false (nothing taken) when o
  * cannot take them that way: failed, or out of memory. */
+/* A sink that wrote everything takes the collector's queue as it is: the
+ * two swap buffers instead of copying a job's bytes. */
+static bool take_whole(output_sink *o, output_sink *from)
+{
+  buf bytes = o->pending;
+  output_record *recs = o->recs;
+  size_t cap = o->recs_cap;
+
+  if (o->pending.len != 0 || o->nrecs != 0 || from->rec_head != 0 ||
+      from->pending.len != from->committed)
+    return false;
+  o->pending = from->pending;
+  o->recs = from->recs;
+  o->recs_cap = from->recs_cap;
+  o->nrecs = from->nrecs;
+  from->pending = bytes;
+  from->recs = recs;
+  from->recs_cap = cap;
+  return true;
+}
+
 static bool adopt_whole(output_sink *o, output_sink *from)
 {
   size_t n = from->nrecs - from->rec_head, base = o->pending.len;
 
   if (o->state == OUTPUT_FAILED || o->pending.len != o->committed) return false;
+  if (take_whole(o, from)) {
+    for (size_t i = 0; i < o->nrecs; i++) checkpoint_ref(o->recs[i].ack);
+    o->committed = o->pending.len;
+    if (output_queued(o) >= o->high_water) o->full = true;
+    if (o->committed - o->head >= o->flush_bytes) output_flush(o);
+    return true;
+  }
   if (o->recs_cap - o->nrecs < n) {
     size_t cap = o->recs_cap ? o->recs_cap : 1024;
     output_record *p;
