@@ -126,28 +126,42 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
   return 0;
 }
 
-/* An input that spreads gets a router_input on every worker, a copy of
- * its settings; each worker builds the decoder of its own. */
-static int spread_input(pipeline *pl, pl_input *pi)
+/* Workers an input that spreads takes at most: each holds a decoder of
+ * it, so a machine of many cores does not make one per core. */
+#define SPREAD_MAX 4
+
+static size_t spread_width(const pipeline *pl)
 {
-  pi->spread = calloc(pl->nworkers, sizeof *pi->spread);
+  return pl->cfg->workers < SPREAD_MAX ? pl->cfg->workers : SPREAD_MAX;
+}
+
+/* An input that spreads gets a router_input on each of its workers,
+ * workers first .. first + nspread - 1 (mod N), a copy of its settings;
+ * each worker builds the decoder of its own. */
+static int spread_input(pipeline *pl, pl_input *pi, size_t first)
+{
+  pi->nspread = spread_width(pl) < pl->nworkers ? spread_width(pl)
+                                                : pl->nworkers;
+  pi->spread_first = first;
+  pi->spread = calloc(pi->nspread, sizeof *pi->spread);
   if (!pi->spread) return -1;
-  for (size_t k = 0; k < pl->nworkers; k++) {
-    pi->spread[k] = pi->ri;
-    pl->workers[k].inputs[pl->workers[k].ninputs++] = &pi->spread[k];
+  for (size_t j = 0; j < pi->nspread; j++) {
+    worker *w = &pl->workers[(first + j) % pl->nworkers];
+    pi->spread[j] = pi->ri;
+    w->inputs[w->ninputs++] = &pi->spread[j];
   }
   return 0;
 }
 
 /* Starts the workers: no more than the inputs can keep busy, at least
- * one. An input that spreads its sources has a place on each; the others
- * are pinned round-robin, input i to worker i % N. */
+ * one. The inputs take the workers in turn: one each, or up to SPREAD_MAX
+ * for an input that spreads its sources. */
 static int start_workers(pipeline *pl, char *err, size_t errlen)
 {
-  size_t busy = 0, n;
+  size_t busy = 0, n, next = 0;
 
   for (size_t i = 0; i < pl->ninputs; i++)
-    busy += pl->inputs[i].spreads ? pl->cfg->workers : 1;
+    busy += pl->inputs[i].spreads ? spread_width(pl) : 1;
   n = pl->cfg->workers < busy ? pl->cfg->workers : busy;
   pl->nworkers = n ? n : 1;
   pl->workers = calloc(pl->nworkers, sizeof *pl->workers);
@@ -165,19 +179,20 @@ static int start_workers(pipeline *pl, char *err, size_t errlen)
       return -1;
     }
   }
-  for (size_t i = 0, pinned = 0; i < pl->ninputs; i++) {
+  for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
-    worker *w = &pl->workers[pinned % pl->nworkers];
+    worker *w = &pl->workers[next % pl->nworkers];
     if (pi->spreads && pl->nworkers > 1) {
-      if (spread_input(pl, pi) != 0) {
+      if (spread_input(pl, pi, next) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
       }
+      next += pi->nspread;
       continue;
     }
     pi->w = w;
     w->inputs[w->ninputs++] = &pi->ri;
-    pinned++;
+    next++;
   }
   for (size_t k = 0; k < pl->nworkers; k++)
     if (worker_start(&pl->workers[k], &pl->notify, err, errlen) != 0)
@@ -188,16 +203,16 @@ static int start_workers(pipeline *pl, char *err, size_t errlen)
 void pipeline_source_place(pl_source *src)
 {
   pl_input *pi = src->owner;
-  size_t k;
+  size_t j;
 
   if (!pi->spread) {
     src->w = pi->w;
     src->ri = &pi->ri;
     return;
   }
-  k = pi->next_worker++ % pi->pl->nworkers;
-  src->w = &pi->pl->workers[k];
-  src->ri = &pi->spread[k];
+  j = pi->next_worker++ % pi->nspread;
+  src->w = &pi->pl->workers[(pi->spread_first + j) % pi->pl->nworkers];
+  src->ri = &pi->spread[j];
 }
 
 pl_source *pipeline_source_new(pl_input *pi)

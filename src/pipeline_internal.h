@@ -89,7 +89,8 @@ struct pl_input {
    * the workers, each source staying on one, so its order holds: then
    * each worker has its own router_input (decoder) for it. */
   bool spreads;              /* set by its kind's build */
-  router_input *spread;      /* spreads: one per worker */
+  router_input *spread;      /* spreads: one per worker it takes, */
+  size_t nspread, spread_first; /* workers first .. first + n - 1 */
   size_t next_worker;        /* spreads: where the next source goes */
   pl_source *sources;        /* reading now */
   const struct input_kind *kind;
