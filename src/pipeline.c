@@ -169,7 +169,7 @@ static void apply_backpressure(pipeline *pl)
     }
 }
 
-/* The read is cut into records: its job goes to the input's worker, with
+/* The read is cut into records: its job goes to the source's worker, with
  * the checkpoint ticket's processing reference. */
 static void on_chunk_done(void *ud, input *in)
 {
