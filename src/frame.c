@@ -9,19 +9,12 @@
 
 void frame_init(frame_reader *f, framing mode, size_t max)
 {
-  *f = (frame_reader){.mode = mode,
-                      .counted_by_config = mode == FRAMING_OCTET_COUNTED,
-                      .max = max ? max : 1};
+  *f = (frame_reader){.mode = mode, .max = max ? max : 1};
 }
 
 void frame_free(frame_reader *f)
 {
   buf_free(&f->held);
-}
-
-bool frame_holding(const frame_reader *f)
-{
-  return f->state != FRAME_START || f->held.len > 0;
 }
 
 /* A piece of an overlong message, or of malformed bytes. */
@@ -63,12 +56,8 @@ static void end_message(frame_reader *f, const frame_handler *h,
   bool garbage = f->state == FRAME_GARBAGE;
 
   if (f->held.len == 0 && f->piece == 0 && len <= f->max) {
-    if (len == 0) {
-    } else if (garbage) {
-      h->malformed(h->ud, bytes, len, f->reason);
-    } else {
-      h->message(h->ud, bytes, len, 0);
-    }
+    if (len > 0 && garbage) h->malformed(h->ud, bytes, len, f->reason);
+    else if (len > 0) h->message(h->ud, bytes, len, 0);
   } else {
     add(f, h, bytes, len);
     if (garbage) h->malformed(h->ud, f->held.data, f->held.len, f->reason);
@@ -79,31 +68,32 @@ static void end_message(frame_reader *f, const frame_handler *h,
   f->state = FRAME_START;
 }
 
-/* What was read is no frame: it is held as malformed up to the next LF. */
-static void garbage(frame_reader *f, const frame_handler *h, const char *why)
+/* The frame turned out to be `next` (a line, or garbage): the count
+ * digits read so far, if any, are held as its first bytes. */
+static void count_was_text(frame_reader *f, const frame_handler *h, int next)
 {
   char digits[COUNT_DIGITS_MAX + 1];
   int n = f->state == FRAME_COUNT ? snprintf(digits, sizeof digits, "%zu",
                                              f->count)
                                   : 0;
 
-  snprintf(f->reason, sizeof f->reason, "octet-counted framing: %s", why);
-  f->state = FRAME_GARBAGE;
+  f->state = next;
   add(f, h, digits, (size_t)n);
+}
+
+/* What was read is no frame: it is held as malformed up to the next LF. */
+static void garbage(frame_reader *f, const frame_handler *h, const char *why)
+{
+  snprintf(f->reason, sizeof f->reason, "octet-counted framing: %s", why);
+  count_was_text(f, h, FRAME_GARBAGE);
 }
 
 /* FRAMING_AUTO: the first frame was no count, so the stream is lines; the
  * digits read are the start of the first. */
 static void lines_after_all(frame_reader *f, const frame_handler *h)
 {
-  char digits[COUNT_DIGITS_MAX + 1];
-  int n = f->state == FRAME_COUNT ? snprintf(digits, sizeof digits, "%zu",
-                                             f->count)
-                                  : 0;
-
   f->mode = FRAMING_NEWLINE;
-  f->state = FRAME_LINE;
-  add(f, h, digits, (size_t)n);
+  count_was_text(f, h, FRAME_LINE);
 }
 
 /* Reads count digits; returns the bytes used. */

@@ -39,7 +39,6 @@ typedef struct {
 
 typedef struct {
   framing mode;          /* AUTO until the first frame decides */
-  bool counted_by_config; /* a bad count is malformed, never a line */
   size_t max;
   enum { FRAME_START, FRAME_COUNT, FRAME_OCTETS, FRAME_LINE,
          FRAME_GARBAGE } state;
@@ -59,9 +58,6 @@ void frame_feed(frame_reader *f, const char *bytes, size_t len,
 /* The stream ended: a last line without its LF is a message, a frame cut
  * short is malformed. */
 void frame_end(frame_reader *f, const frame_handler *h);
-/* Whether bytes of a message are held (reading stopped mid-frame). */
-bool frame_holding(const frame_reader *f);
-
 /* A datagram is one message, without one trailing LF; longer than max, it
  * goes in pieces as above. */
 void frame_datagram(size_t max, const char *bytes, size_t len,

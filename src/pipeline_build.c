@@ -140,8 +140,9 @@ static size_t spread_width(const pipeline *pl)
  * each worker builds the decoder of its own. */
 static int spread_input(pipeline *pl, pl_input *pi, size_t first)
 {
-  pi->nspread = spread_width(pl) < pl->nworkers ? spread_width(pl)
-                                                : pl->nworkers;
+  size_t width = spread_width(pl);
+
+  pi->nspread = width < pl->nworkers ? width : pl->nworkers;
   pi->spread_first = first;
   pi->spread = calloc(pi->nspread, sizeof *pi->spread);
   if (!pi->spread) return -1;

@@ -64,21 +64,22 @@ static void on_written(uv_write_t *req, int status)
 static void send_tls(syslog_conn *c)
 {
   uv_buf_t b = uv_buf_init(c->tls_out.data, (unsigned)c->tls_out.len);
-  int n = c->tls_out.len && !c->closing
-              ? uv_try_write(&c->h.stream, &b, 1) : 0;
   tls_write *w;
+  int n;
 
+  c->tls_out.len = 0;
+  if (b.len == 0 || c->closing) return;
+  n = uv_try_write(&c->h.stream, &b, 1);
   if (n > 0) {
     b.base += n;
     b.len -= (size_t)n;
   }
-  if (c->tls_out.len && !c->closing && b.len > 0 &&
-      (n >= 0 || n == UV_EAGAIN) && (w = malloc(sizeof *w + b.len))) {
+  if (b.len > 0 && (n >= 0 || n == UV_EAGAIN) &&
+      (w = malloc(sizeof *w + b.len))) {
     memcpy(w->data, b.base, b.len);
     b.base = w->data;
     if (uv_write(&w->req, &c->h.stream, &b, 1, on_written) != 0) free(w);
   }
-  c->tls_out.len = 0;
 }
 
 /* Bytes from the peer; false when the connection cannot go on. */

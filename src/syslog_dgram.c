@@ -65,7 +65,6 @@ static int bind_socket(syslog_dgram *d, const config_syslog *cfg, char *why,
     if (syslog_clear_socket_path(l->path, SOCK_DGRAM, why, len) != 0)
       return -1;
     memcpy(sun.sun_path, l->path, strlen(l->path) + 1);
-    snprintf(l->address, sizeof l->address, "unix:%s", l->path);
     if (bind(d->fd, (struct sockaddr *)&sun, sizeof sun) != 0) goto fail;
     l->bound_path = true;
     if (chmod(l->path, cfg->socket_mode) != 0) goto fail;

@@ -36,8 +36,9 @@ void syslog_addr_text(const struct sockaddr *sa, char *out, size_t len)
 
 void syslog_bound_address(syslog_listener *l, const struct sockaddr *sa)
 {
-  static const char *const schemes[] = {"tcp://", "tls://", "udp://"};
-  char host[SYSLOG_ADDR_TEXT];
+  char scheme[16], host[SYSLOG_ADDR_TEXT];
+  const char *rest = strstr(l->address, "://");
+  int len = rest ? (int)(rest + 3 - l->address) : 0;
   unsigned port = ntohs(sa->sa_family == AF_INET6
                             ? ((const struct sockaddr_in6 *)sa)->sin6_port
                             : ((const struct sockaddr_in *)sa)->sin_port);
@@ -47,9 +48,11 @@ void syslog_bound_address(syslog_listener *l, const struct sockaddr *sa)
               sizeof host);
   else
     syslog_addr_text(sa, host, sizeof host);
+  /* The scheme as written: l->address is the configured address so far. */
+  snprintf(scheme, sizeof scheme, "%.*s", len, l->address);
   snprintf(l->address, sizeof l->address,
-           sa->sa_family == AF_INET6 ? "%s[%s]:%u" : "%s%s:%u",
-           schemes[l->transport], host, port);
+           sa->sa_family == AF_INET6 ? "%s[%s]:%u" : "%s%s:%u", scheme, host,
+           port);
 }
 
 void syslog_malformed(syslog_listener *l, const char *from, uint64_t position,
@@ -134,13 +137,11 @@ static int listen_stream(syslog_listener *l, const config_syslog *cfg,
     l->bound_path = rc == 0;
     if (rc == 0 && chmod(l->path, cfg->socket_mode) != 0)
       rc = uv_translate_sys_error(errno);
-    snprintf(l->address, sizeof l->address, "unix-stream:%s", l->path);
   } else {
     uv_tcp_init_ex(loop, &l->server.tcp, cfg->sockaddr.ss_family);
     l->server_open = true;
     rc = uv_tcp_bind(&l->server.tcp, (const struct sockaddr *)&cfg->sockaddr,
                      0);
-    snprintf(l->address, sizeof l->address, "%s", cfg->address);
   }
   l->server.handle.data = l;
   if (rc == 0) rc = uv_listen(&l->server.stream, 1024, on_connection);
@@ -173,6 +174,7 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
                          .max_connections = cfg->max_connections,
                          .idle_timeout_ms = cfg->idle_timeout_ms,
                          .receive_buffer = cfg->receive_buffer};
+  snprintf(l->address, sizeof l->address, "%s", cfg->address);
   if (cfg->path && !(l->path = strdup(cfg->path))) goto fail;
   if (cfg->transport == SYSLOG_TLS &&
       !(l->tls = tls_server_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ca,

@@ -48,7 +48,7 @@ typedef struct {
   uint64_t max_connections, idle_timeout_ms, receive_buffer;
   char *path;               /* unix sockets: removed at the end */
   bool bound_path;          /* the socket file is ours to remove */
-  char address[128];        /* as bound: the real port */
+  char address[128];        /* as configured, then as bound (real port) */
   tls_server *tls;
 
   syslog_stream server;     /* stream sockets */
