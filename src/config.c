@@ -96,6 +96,11 @@ static int check_references(loader *ld, const config *cfg)
     if (check_ref(ld, cfg, p, "decoder", p->decoder, PLUGIN_DECODER) != 0 ||
         check_ref(ld, cfg, p, "encoder", p->encoder, PLUGIN_ENCODER) != 0)
       return -1;
+    if (p->type == OUTPUT_KAFKA && p->kafka.buffer_max_bytes &&
+        !p->kafka.buffer_path && !cfg->state_dir)
+      return cfg_fail(ld, cfg_key_line(ld->text, "disk_buffer", p->line),
+                      "output '%s': key 'disk_buffer' needs a path, or "
+                      "lumberjit.state_dir to keep it in", p->name);
     has_input |= p->role == PLUGIN_INPUT;
     has_output |= p->role == PLUGIN_OUTPUT;
   }
@@ -110,6 +115,11 @@ static int check_references(loader *ld, const config *cfg)
                   "global settings 'lumberjit': key 'dead_letter_output' "
                   "names '%s', which is not an output in this file",
                   cfg->dead_letter_output);
+    if (dl->type == OUTPUT_KAFKA)
+      return cfg_fail(ld, cfg_key_line(ld->text, "dead_letter_output", 1),
+                  "global settings 'lumberjit': key 'dead_letter_output' "
+                  "names kafka_output '%s': dead letters go to a file or "
+                  "standard output", cfg->dead_letter_output);
   }
   return 0;
 }
@@ -477,6 +487,10 @@ void config_free(config *cfg)
     free(p->syslog.tls_cert);
     free(p->syslog.tls_key);
     free(p->syslog.tls_ca);
+    free(p->kafka.topic);
+    free(p->kafka.key);
+    config_list_free(p->kafka.properties);
+    free(p->kafka.buffer_path);
   }
   free(cfg->plugins);
   free(cfg->file);

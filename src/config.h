@@ -47,6 +47,7 @@ typedef enum {
   INPUT_SYSLOG,
   OUTPUT_STDOUT,
   OUTPUT_FILE,
+  OUTPUT_KAFKA,
   PLUGIN_SANDBOX
 } config_plugin_type;
 
@@ -87,6 +88,16 @@ typedef struct {
   bool tls_verify_client;
 } config_syslog;
 
+/* A kafka_output's settings (output_kafka.h says what each does). */
+typedef struct {
+  char *topic, *key;     /* templates (record_template.h); key NULL: none */
+  char **properties;     /* librdkafka's, checked: name, value, ..., NULL */
+  uint64_t memory_bytes; /* bytes of records librdkafka may hold */
+  char *buffer_path;     /* the disk buffer's directory; NULL: none */
+  uint64_t buffer_max_bytes, buffer_segment_bytes;
+  uint64_t bytes_per_second, messages_per_second; /* caps; 0: none */
+} config_kafka;
+
 typedef struct {
   char *name;
   config_role role;
@@ -112,6 +123,7 @@ typedef struct {
   char *message_matcher;
   bool newline;          /* append "\n" after each encoded message */
   size_t flush_bytes;    /* write out once this much is buffered */
+  config_kafka kafka;    /* kafka_output */
 } config_plugin;
 
 typedef struct {

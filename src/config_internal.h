@@ -98,6 +98,15 @@ int config_read_input(plugin_ctx *c, config_plugin *p);
 extern const char *const config_syslog_keys[];
 int config_read_syslog(plugin_ctx *c, config_plugin *p);
 
+/* The keys every output knows: encoder, message_matcher, newline,
+ * flush_bytes. */
+int config_read_output(plugin_ctx *c, config_plugin *p);
+
+/* ---- config_kafka.c ---- */
+
+extern const char *const config_kafka_keys[];
+int config_read_kafka(plugin_ctx *c, config_plugin *p);
+
 /* ---- config_files.c ---- */
 
 /* Inputs' files exist, outputs' directories do, no input reads what

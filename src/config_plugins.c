@@ -402,8 +402,7 @@ static int read_sandbox(plugin_ctx *c, config_plugin *p)
          read_module_dirs(c, p) != 0 || read_settings(c, p) != 0 ? -1 : 0;
 }
 
-/* The keys every output knows. */
-static int read_output(plugin_ctx *c, config_plugin *p)
+int config_read_output(plugin_ctx *c, config_plugin *p)
 {
   uint64_t v = p->flush_bytes = 64u << 10;
   char err[256];
@@ -425,7 +424,7 @@ static int read_output(plugin_ctx *c, config_plugin *p)
 
 static int read_file_output(plugin_ctx *c, config_plugin *p)
 {
-  return read_output(c, p) != 0 ||
+  return config_read_output(c, p) != 0 ||
          cfg_read_string(c, "path", true, &p->path) != 0 ? -1 : 0;
 }
 
@@ -437,9 +436,12 @@ static const plugin_type_info plugin_types[] = {
    config_read_syslog},
   {"decoder", PLUGIN_DECODER, PLUGIN_SANDBOX, sandbox_keys, read_sandbox},
   {"encoder", PLUGIN_ENCODER, PLUGIN_SANDBOX, sandbox_keys, read_sandbox},
-  {"stdout_output", PLUGIN_OUTPUT, OUTPUT_STDOUT, output_keys, read_output},
+  {"stdout_output", PLUGIN_OUTPUT, OUTPUT_STDOUT, output_keys,
+   config_read_output},
   {"file_output", PLUGIN_OUTPUT, OUTPUT_FILE, file_output_keys,
    read_file_output},
+  {"kafka_output", PLUGIN_OUTPUT, OUTPUT_KAFKA, config_kafka_keys,
+   config_read_kafka},
   {NULL, 0, 0, NULL, NULL}
 };
 

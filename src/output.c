@@ -1,5 +1,6 @@
 /*
- * output.c - the stdout and file sinks (see output.h).
+ * output.c - the stdout and file sinks, and the queue that transports
+ * (output_kafka.c) take from (see output.h).
  *
  * Writes run on the loop thread. Regular files and block devices take
  * plain blocking write(2) calls: the kernel takes the bytes or says why
@@ -258,14 +259,28 @@ static int cut_torn(output_sink *o)
   return 0;
 }
 
+/* The owner's failed callback gets the record without its routing head. */
+static void fail_record(output_sink *o, const output_record *r,
+                        const char *bytes, size_t len, const char *reason)
+{
+  o->ev.failed(o->ev.ud, o, r, bytes + r->head, len - r->head, reason);
+}
+
 void output_fail(output_sink *o, const char *reason)
 {
-  buf bytes = o->pending;
-  output_record *recs = o->recs;
-  size_t first = o->rec_head, n = o->nrecs, start = o->boundary;
+  buf bytes;
+  output_record *recs;
+  size_t first, n, start;
 
   if (o->state == OUTPUT_FAILED) return;
   if (reason != o->error) snprintf(o->error, sizeof o->error, "%s", reason);
+  /* The transport's records are older than the queue's: they go first. */
+  if (o->tx) o->tx->fail(o, o->error);
+  bytes = o->pending;
+  recs = o->recs;
+  first = o->rec_head;
+  n = o->nrecs;
+  start = o->boundary;
   cut_torn(o);
   o->state = OUTPUT_FAILED;
   if (o->pollable) uv_poll_stop(&o->poll);
@@ -278,8 +293,8 @@ void output_fail(output_sink *o, const char *reason)
   o->head = o->boundary = o->committed = 0;
   o->full = false;
   for (size_t i = first; i < n; i++) {
-    o->ev.failed(o->ev.ud, o, &recs[i], bytes.data + start,
-                 recs[i].end - start, o->error);
+    fail_record(o, &recs[i], bytes.data + start, recs[i].end - start,
+                o->error);
     checkpoint_unref(recs[i].ack);
     start = recs[i].end;
   }
@@ -372,7 +387,8 @@ void output_flush(output_sink *o)
 
   if (o->state != OUTPUT_READY || o->in_flush) return;
   o->in_flush = 1;
-  write_queue(o);
+  if (o->tx) o->tx->send(o);
+  else write_queue(o);
   o->in_flush = 0;
   if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
   compact(o);
@@ -381,14 +397,15 @@ void output_flush(output_sink *o)
     o->ev.changed(o->ev.ud, o);
 }
 
-void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
+static void commit(output_sink *o, const msg_origin *from, bool dead_letter,
+                   uint32_t head)
 {
   output_record r = {o->pending.len, from->input, from->position, from->ack,
-                     from->is_offset, dead_letter};
+                     from->is_offset, dead_letter, head};
 
   if (o->state == OUTPUT_FAILED) {
-    o->ev.failed(o->ev.ud, o, &r, o->pending.data + o->committed,
-                 r.end - o->committed, o->error);
+    fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
+                o->error);
     o->pending.len = o->committed;
     return;
   }
@@ -396,8 +413,8 @@ void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
     size_t cap = o->recs_cap ? o->recs_cap * 2 : 1024;
     output_record *p = realloc(o->recs, cap * sizeof *p);
     if (!p) {
-      o->ev.failed(o->ev.ud, o, &r, o->pending.data + o->committed,
-                   r.end - o->committed, "out of memory");
+      fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
+                  "out of memory");
       o->pending.len = o->committed;
       return;
     }
@@ -410,6 +427,17 @@ void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
   checkpoint_ref(r.ack);
   if (output_queued(o) >= o->high_water) o->full = true;
   if (o->committed - o->head >= o->flush_bytes) output_flush(o);
+}
+
+void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
+{
+  commit(o, from, dead_letter, 0);
+}
+
+void output_commit_routed(output_sink *o, const msg_origin *from,
+                          uint32_t head)
+{
+  commit(o, from, false, head);
 }
 
 static void lose(void *ud, output_sink *o, const output_record *r,
@@ -427,6 +455,21 @@ static void unchanged(void *ud, output_sink *o)
 {
   (void)ud;
   (void)o;
+}
+
+void output_open_transport(output_sink *o, uv_loop_t *loop, const char *name,
+                           const output_transport *tx, void *tx_state,
+                           output_events ev)
+{
+  memset(o, 0, sizeof *o);
+  o->name = name;
+  o->loop = loop;
+  o->ev = ev;
+  o->fd = o->restore_fd = -1;
+  o->flush_bytes = 1;
+  o->tx = tx;
+  o->tx_state = tx_state;
+  output_set_high_water(o, OUTPUT_HIGH_WATER);
 }
 
 void output_collector_init(output_sink *o)
@@ -508,7 +551,7 @@ void output_adopt(output_sink *o, output_sink *from)
       msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack,
                            NULL, NULL};
       buf_append(output_buf(o), from->pending.data + start, r->end - start);
-      output_commit(o, &origin, r->dead_letter);
+      commit(o, &origin, r->dead_letter, r->head);
       start = r->end;
     }
   }
@@ -525,8 +568,46 @@ bool output_full(const output_sink *o)
 
 bool output_idle(const output_sink *o)
 {
+  if (o->tx && o->tx->busy(o)) return false;
   return o->state == OUTPUT_FAILED ||
          (o->state == OUTPUT_READY && o->head == o->committed);
+}
+
+const output_record *output_front(const output_sink *o, const char **bytes,
+                                  size_t *len)
+{
+  const output_record *r;
+
+  if (o->rec_head == o->nrecs) return NULL;
+  r = &o->recs[o->rec_head];
+  *bytes = o->pending.data + o->boundary;
+  *len = r->end - o->boundary;
+  return r;
+}
+
+void output_take(output_sink *o)
+{
+  o->head = o->boundary = o->recs[o->rec_head++].end;
+}
+
+void output_delivered(output_sink *o, const output_record *r)
+{
+  if (r->dead_letter) o->dead_letters_written++;
+  else o->records_written++;
+  checkpoint_unref(r->ack);
+}
+
+void output_undeliverable(output_sink *o, const output_record *r,
+                          const char *bytes, size_t len, const char *reason)
+{
+  o->ev.failed(o->ev.ud, o, r, bytes, len, reason);
+  checkpoint_unref(r->ack);
+}
+
+void output_wake(output_sink *o)
+{
+  if (o->state == OUTPUT_WAITING) o->state = OUTPUT_READY;
+  output_flush(o);
 }
 
 /* fsync where it means something: on files, not on pipes or devices. */
@@ -563,6 +644,7 @@ int output_reopen(output_sink *o)
 
 void output_close_handles(output_sink *o)
 {
+  if (o->tx) o->tx->close_handles(o);
   if (!o->handles_open) return;
   o->handles_open = false;
   uv_close((uv_handle_t *)&o->retry, NULL);
@@ -571,7 +653,7 @@ void output_close_handles(output_sink *o)
 
 int output_close(output_sink *o)
 {
-  int rc = 0;
+  int rc = o->tx ? o->tx->close(o) : 0;
 
   if (o->fd >= 0) rc = sync_file(o);
   close_fd(o);

@@ -24,6 +24,11 @@
  *
  * A record of kind dead letter is counted apart, so one sink can carry both
  * an output's records and the dead-letter path.
+ *
+ * A sink with a transport (output_transport: Kafka) writes no fd: the
+ * transport takes records off the front of the queue and settles each one
+ * later, in any order, as delivered or failed. Backpressure, adoption from
+ * the workers and failing work the same for both kinds.
  */
 #ifndef LUMBERJIT_OUTPUT_H
 #define LUMBERJIT_OUTPUT_H
@@ -46,12 +51,15 @@ typedef struct {
   struct checkpoint_ticket *ack;
   bool is_offset;
   bool dead_letter;
+  uint32_t head;     /* bytes before the record that only route it (a
+                        Kafka output's topic and key); 0 for most sinks */
 } output_record;
 
 typedef struct output_sink output_sink;
 
 typedef struct {
-  /* A record the sink could not write; bytes are the encoded record. */
+  /* A record the sink could not write; bytes are the encoded record,
+   * without its routing head. */
   void (*failed)(void *ud, output_sink *o, const output_record *r,
                  const char *bytes, size_t len, const char *reason);
   /* The sink drained, filled up, or failed: see output_full/idle/failed. */
@@ -59,9 +67,32 @@ typedef struct {
   void *ud;
 } output_events;
 
+/* What a sink that writes no fd sends records with. */
+typedef struct {
+  /* Takes queued records (output_front, output_take) while it can. When
+   * it can take no more for now it sets the sink OUTPUT_WAITING, and
+   * calls output_wake once it can again. */
+  void (*send)(output_sink *o);
+  /* It holds records it took and has not yet settled. */
+  bool (*busy)(const output_sink *o);
+  /* The sink fails (output_fail): every record it holds is settled now,
+   * as failed or (a disk queue) kept for a later run; it may also take
+   * the queued records that way first. */
+  void (*fail)(output_sink *o, const char *reason);
+  /* The pipeline saved its checkpoints: the transport saves its own
+   * state (a disk buffer's read position). */
+  void (*checkpoint)(output_sink *o);
+  /* What it adds to the run's summary: a line, or "" for none. */
+  void (*summary)(output_sink *o, char *line, size_t len);
+  void (*close_handles)(output_sink *o);
+  /* Frees its state; -1 when something it held could not be kept. */
+  int (*close)(output_sink *o);
+} output_transport;
+
 typedef enum {
   OUTPUT_READY,     /* writes go straight on */
-  OUTPUT_WAITING,   /* waits for the fd to become writable */
+  OUTPUT_WAITING,   /* waits for the fd to become writable, or for the
+                       transport to take more */
   OUTPUT_RETRYING,  /* disk full: waits for the retry timer */
   OUTPUT_FAILED     /* every record fails */
 } output_state;
@@ -97,6 +128,8 @@ struct output_sink {
   char error[256];        /* why it failed or waits for space */
   bool failure_reported;  /* the owner's: it has logged the failure */
   bool collect;           /* only collects records (a worker's) */
+  const output_transport *tx; /* NULL: writes fd */
+  void *tx_state;         /* the transport's */
 
   uint64_t records_written, dead_letters_written, bytes_written;
   uint64_t records_lost;  /* a collector ran out of memory for them */
@@ -109,6 +142,10 @@ struct output_sink {
 int output_open(output_sink *o, uv_loop_t *loop, const char *name,
                 const char *path, size_t flush_bytes, bool lines,
                 output_events ev, char *err, size_t errlen);
+/* A sink whose records go to a transport (output_transport), not an fd. */
+void output_open_transport(output_sink *o, uv_loop_t *loop, const char *name,
+                           const output_transport *tx, void *tx_state,
+                           output_events ev);
 /* A sink that writes nothing: it collects records for output_adopt (a
  * worker thread's side of a real sink). It takes no checkpoint
  * references; output_adopt does. */
@@ -121,6 +158,10 @@ static inline buf *output_buf(output_sink *o) { return &o->pending; }
 /* Ends the record appended since the last commit; writes once flush_bytes
  * are queued. On a failed sink the record fails at once. */
 void output_commit(output_sink *o, const msg_origin *from, bool dead_letter);
+/* The same for a record whose first `head` bytes route it (see
+ * output_record). */
+void output_commit_routed(output_sink *o, const msg_origin *from,
+                          uint32_t head);
 /* Sets the high-water mark (see output_full); the low-water mark is a
  * quarter of it. Neither goes below twice flush_bytes. */
 void output_set_high_water(output_sink *o, size_t bytes);
@@ -135,6 +176,21 @@ bool output_full(const output_sink *o);
 bool output_idle(const output_sink *o);
 /* Fails every queued record with reason, then writes nothing more. */
 void output_fail(output_sink *o, const char *reason);
+/* For transports. The first queued record not yet taken, with its bytes
+ * (routing head included); NULL when there is none. */
+const output_record *output_front(const output_sink *o, const char **bytes,
+                                  size_t *len);
+/* Takes the front record off the queue: the transport holds its
+ * checkpoint reference until it settles it with one of the two below. */
+void output_take(output_sink *o);
+/* The record was delivered: it counts as written. */
+void output_delivered(output_sink *o, const output_record *r);
+/* The record failed: bytes (without the routing head) go to the failed
+ * callback with the reason. */
+void output_undeliverable(output_sink *o, const output_record *r,
+                          const char *bytes, size_t len, const char *reason);
+/* The transport can take records again: a waiting sink goes on. */
+void output_wake(output_sink *o);
 /* fsyncs and reopens the path (log rotation); stdout is left alone. */
 int output_reopen(output_sink *o);
 /* Closes the loop handles; call before the loop's last run. */

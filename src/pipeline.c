@@ -294,9 +294,15 @@ void pipeline_jobs_back(uv_async_t *a)
   apply_backpressure(pl);
 }
 
+static void save_transport(output_sink *o)
+{
+  if (o->tx) o->tx->checkpoint(o);
+}
+
 static void save_checkpoints(pipeline *pl)
 {
   checkpoint_save(&pl->store);
+  pipeline_each_sink(pl, save_transport);
 }
 
 static void on_checkpoint_timer(uv_timer_t *t)
@@ -328,8 +334,11 @@ static void on_deadline(uv_timer_t *t)
   pipeline *pl = t->data;
 
   if (!any_sink(pl, busy)) return;
-  log_msg("outputs still hold records at the stop deadline; failing them");
-  pl->status = 1;
+  /* What fails makes the run fail (on_sink_failed); what a disk buffer
+   * keeps does not. */
+  pl->past_deadline = true;
+  log_msg("outputs still hold records at the stop deadline; failing them, "
+          "or keeping them in a disk buffer");
   for (size_t i = 0; i < pl->noutputs; i++) fail_queued(&pl->outputs[i].sink);
   if (pl->dl.owns_sink) {
     output_flush(&pl->dl.own);
@@ -402,7 +411,8 @@ static void on_sink_changed(void *ud, output_sink *s)
 {
   pipeline *pl = ud;
 
-  if (s->state == OUTPUT_FAILED && !s->failure_reported) {
+  /* At the deadline, the failure is the stop's, logged by on_deadline. */
+  if (s->state == OUTPUT_FAILED && !s->failure_reported && !pl->past_deadline) {
     s->failure_reported = true;
     log_msg("%s failed: %s; stopping the run", s->name, s->error);
     pipeline_stop(pl, NULL);
@@ -486,10 +496,15 @@ static void log_summary(pipeline *pl)
               in->connections, in->refused, in->idle_closed, in->malformed,
               in->dropped);
   }
-  for (size_t i = 0; i < st->noutputs; i++)
+  for (size_t i = 0; i < st->noutputs; i++) {
+    output_sink *o = &pl->outputs[i].sink;
+    char more[512] = "";
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
             " skipped", st->outputs[i].name, st->outputs[i].delivered,
             st->outputs[i].failed, st->outputs[i].skipped);
+    if (o->tx) o->tx->summary(o, more, sizeof more);
+    if (more[0]) log_msg("output '%s': %s", st->outputs[i].name, more);
+  }
   log_msg("%" PRIu64 " dead-letter records (%" PRIu64 " written, %" PRIu64
           " could not be written), %" PRIu64 " messages matched no output, "
           "inputs paused %" PRIu64 " times for %" PRIu64 " ms",
@@ -527,5 +542,6 @@ int pipeline_run(pipeline *pl)
   save_checkpoints(pl);
   pipeline_stop_workers(pl);
   log_summary(pl);
+  if (pipeline_snapshot(pl)->dead_letters_lost > 0) pl->status = 1;
   return pl->status;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "output_kafka.h"
 #include "pipeline_internal.h"
 #include "syslog_input.h"
 #include "tail.h"
@@ -51,6 +52,23 @@ static sandbox *make_sandbox(pipeline *pl, const config_plugin *p,
   return sb;
 }
 
+/* A kafka_output, with its disk buffer in its path or in state_dir. */
+static int open_kafka(pipeline *pl, pl_output *o, char *err, size_t errlen)
+{
+  const config_kafka *k = &o->cfg->kafka;
+  char dir[4096];
+  const char *buffer = NULL;
+
+  if (k->buffer_max_bytes && k->buffer_path) {
+    buffer = k->buffer_path;
+  } else if (k->buffer_max_bytes) { /* config.c made sure of state_dir */
+    snprintf(dir, sizeof dir, "%s/kafka-%s", pl->cfg->state_dir, o->name);
+    buffer = dir;
+  }
+  return output_kafka_open(&o->sink, pl->loop, o->label, k, buffer,
+                           pipeline_sink_events(pl), err, errlen);
+}
+
 static int build_outputs(pipeline *pl, char *err, size_t errlen)
 {
   const config *cfg = pl->cfg;
@@ -70,14 +88,35 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
       return -1;
     }
     sprintf(o->label, "output '%s'", p->name);
-    if (output_open(&o->sink, pl->loop, o->label,
-                    p->type == OUTPUT_FILE ? p->path : NULL, p->flush_bytes,
-                    p->newline, pipeline_sink_events(pl), why, sizeof why) != 0) {
+    if (p->type == OUTPUT_KAFKA ? open_kafka(pl, o, why, sizeof why) != 0
+        : output_open(&o->sink, pl->loop, o->label,
+                      p->type == OUTPUT_FILE ? p->path : NULL, p->flush_bytes,
+                      p->newline, pipeline_sink_events(pl), why,
+                      sizeof why) != 0) {
       snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
                p->name, why);
       return -1;
     }
   }
+  return 0;
+}
+
+/* A Kafka output's topic and key templates (checked when the config was
+ * loaded). */
+static int build_routing(const config *cfg, const config_plugin *p,
+                         router_output *ro, char *err, size_t errlen)
+{
+  char why[256];
+
+  ro->topic = record_template_compile(p->kafka.topic, why, sizeof why);
+  if (ro->topic && p->kafka.key)
+    ro->key = record_template_compile(p->kafka.key, why, sizeof why);
+  if (!ro->topic || (p->kafka.key && !ro->key)) {
+    snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
+             p->name, why);
+    return -1;
+  }
+  ro->topic_static = record_template_is_static(ro->topic);
   return 0;
 }
 
@@ -114,6 +153,8 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
                                  SANDBOX_ENCODER, err, errlen);
       if (!ro->encoder) return -1;
     }
+    if (p->type == OUTPUT_KAFKA && build_routing(cfg, p, ro, err, errlen) != 0)
+      return -1;
   }
   for (size_t i = 0; i < w->ninputs; i++) {
     router_input *ri = w->inputs[i];

@@ -129,6 +129,7 @@ struct pipeline {
   uv_timer_t deadline;       /* started when stopping */
   uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
   bool stopping, paused, handles_closed;
+  bool past_deadline;        /* stop_timeout_ms passed: queues fail */
   int status;
   uint64_t unrouted, routed_dead_letters; /* counted by the jobs */
   uint64_t records_lost;     /* no memory to take them from the input */

@@ -23,30 +23,123 @@ void router_init(router *r, router_output *outputs, size_t noutputs,
   msg_init(&r->plain);
 }
 
-/* Encodes m for output o straight into its sink's queue. */
+/* Kafka's rule for a topic name: 1 to 249 of [a-zA-Z0-9._-]. */
+static bool valid_topic(const char *s, size_t len)
+{
+  if (len == 0 || len > 249) return false;
+  for (size_t i = 0; i < len; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+          (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' ||
+          s[i] == '-'))
+      return false;
+  return true;
+}
+
+static void put_u16(char *p, uint16_t v)
+{
+  p[0] = (char)(v & 0xff);
+  p[1] = (char)(v >> 8);
+}
+
+static void put_u32(char *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++) p[i] = (char)((v >> (8 * i)) & 0xff);
+}
+
+static uint32_t get_u32(const char *p)
+{
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)(uint8_t)p[i] << (8 * i);
+  return v;
+}
+
+/* The routing head, laid out as [u16 topic length][topic][u32 key length
+ * + 1, 0 for no key][key], little-endian. NULL, or why it cannot be made. */
+static const char *write_head(const router_output *o, const msg *m, buf *b)
+{
+  size_t start = b->len, len;
+  char n[4] = {0};
+
+  if (!buf_append(b, n, 2)) return "out of memory";
+  if (!o->topic_static) {
+    if (!record_template_render(o->topic, m, b)) return "out of memory";
+    len = b->len - start - 2;
+    if (!valid_topic(b->data + start + 2, len))
+      return "the topic template gives no valid Kafka topic name (1 to 249 "
+             "of a-z, A-Z, 0-9, '.', '_' and '-')";
+    put_u16(b->data + start, (uint16_t)len);
+  }
+  if (!buf_append(b, n, 4)) return "out of memory";
+  if (o->key) {
+    size_t at = b->len;
+    if (!record_template_render(o->key, m, b)) return "out of memory";
+    len = b->len - at;
+    if (len >= UINT32_MAX) return "the key is longer than 4 GiB";
+    put_u32(b->data + at - 4, (uint32_t)len + 1);
+  }
+  return NULL;
+}
+
+bool router_head_parse(const char *bytes, size_t head, router_head *h)
+{
+  size_t topic_len, key_field;
+
+  if (head < 6) return false;
+  topic_len = (uint8_t)bytes[0] | (size_t)(uint8_t)bytes[1] << 8;
+  if (2 + topic_len + 4 > head) return false;
+  key_field = get_u32(bytes + 2 + topic_len);
+  if (2 + topic_len + 4 + (key_field ? key_field - 1 : 0) != head) return false;
+  h->topic = bytes + 2;
+  h->topic_len = topic_len;
+  h->key = key_field ? bytes + 2 + topic_len + 4 : NULL;
+  h->key_len = key_field ? key_field - 1 : 0;
+  return true;
+}
+
+static void encoding_failed(router *r, size_t out, const msg *m,
+                            const char *stage, const char *name,
+                            const char *reason)
+{
+  r->counts->outputs[out].failed++;
+  dead_letter_write(r->dl, stage, name, reason, &m->origin);
+}
+
+/* Encodes m for output o straight into its sink's queue, after the
+ * record's routing head if the output takes one. */
 static void deliver(router *r, size_t out, const msg *m)
 {
   router_output *o = &r->outputs[out];
   buf *b = output_buf(o->sink);
+  size_t start = b->len, head = 0;
 
+  if (o->topic) {
+    const char *why = write_head(o, m, b);
+    if (why) {
+      b->len = start;
+      encoding_failed(r, out, m, "output", o->name, why);
+      return;
+    }
+    head = b->len - start;
+  }
   if (o->encoder) {
     sandbox_result res;
     sandbox_encode(o->encoder, m, b, &res);
     if (res.status == SANDBOX_SKIPPED) {
+      b->len = start;
       r->counts->outputs[out].skipped++;
       return;
     }
     if (res.status != SANDBOX_OK) {
-      r->counts->outputs[out].failed++;
-      dead_letter_write(r->dl, "encoder", o->encoder_name, res.reason,
-                        &m->origin);
+      b->len = start;
+      encoding_failed(r, out, m, "encoder", o->encoder_name, res.reason);
       return;
     }
   } else {
     buf_append(b, msg_str(m, m->payload), m->payload.len);
   }
   if (o->newline) buf_append(b, "\n", 1);
-  output_commit(o->sink, &m->origin, false);
+  if (head) output_commit_routed(o->sink, &m->origin, (uint32_t)head);
+  else output_commit(o->sink, &m->origin, false);
 }
 
 static void route(router *r, const msg *m)
@@ -134,6 +227,8 @@ void router_free(router *r)
   for (size_t i = 0; i < r->noutputs; i++) {
     sandbox_destroy(r->outputs[i].encoder);
     matcher_free(r->outputs[i].match);
+    record_template_free(r->outputs[i].topic);
+    record_template_free(r->outputs[i].key);
   }
   msg_batch_free(&r->batch);
   msg_free(&r->plain);

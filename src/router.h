@@ -19,6 +19,7 @@
 #include "matcher.h"
 #include "message.h"
 #include "output.h"
+#include "record_template.h"
 #include "sandbox.h"
 
 typedef struct {
@@ -28,7 +29,22 @@ typedef struct {
   matcher *match;            /* owned */
   sandbox *encoder;          /* owned; NULL: the payload as it is */
   output_sink *sink;
+  /* A Kafka output's: each record goes with a routing head (see
+   * router_head_parse), so the topic and key are made here, where the
+   * message is. topic NULL: no head. */
+  record_template *topic, *key; /* owned */
+  bool topic_static;         /* the head names no topic: the output's */
 } router_output;
+
+/* A record's routing head: the topic (empty: the output's own topic) and
+ * the key (NULL: none). */
+typedef struct {
+  const char *topic, *key;
+  size_t topic_len, key_len;
+} router_head;
+
+/* Reads the head of a record of `head` bytes; false when it is not one. */
+bool router_head_parse(const char *bytes, size_t head, router_head *h);
 
 typedef struct {
   const char *name;          /* the input's */

@@ -155,7 +155,7 @@ out = { type = "stdout_output", message_matcher = "Type == " }
   it("names an unknown plugin type and a missing reference", function()
     local r = check([[
 stdin = { type = "stdin_input" }
-out = { type = "kafka_output", message_matcher = "TRUE" }
+out = { type = "elasticsearch_output", message_matcher = "TRUE" }
 ]])
     assert.matches("config.lua:2: plugin 'out': key 'type' is unknown", r.stderr)
     r = check([[

@@ -81,11 +81,9 @@ end)
 describe("examples/tail-to-file.lua", function()
   it("tails the logs as JSON lines and resumes where it stopped", function()
     local dir = run.tmpdir()
-    local example = run.quote(run.root .. "/examples/tail-to-file.lua")
     -- As README.md says: run where logs/ and state/ are; stopped by SIGTERM.
     local function run_for(seconds)
-      return os.execute(string.format("cd %s && timeout -s TERM %s %s -c %s 2>> stderr",
-        run.quote(dir), seconds, run.quote(run.bin), example))
+      return run.for_seconds(dir, run.root .. "/examples/tail-to-file.lua", seconds)
     end
     os.execute("cd " .. run.quote(dir) .. " && mkdir -p logs state && printf 'one\\ntwo\\n' > logs/a.log"
       .. " && printf 'three\\n' > logs/b.log && printf 'zipped\\n' > logs/c.log.gz")

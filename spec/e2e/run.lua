@@ -65,6 +65,14 @@ function run.lumberjit(opts)
   }
 end
 
+-- Runs lumberjit in dir with the config at config_path for `seconds`,
+-- then stops it with SIGTERM, as a user would; its stderr goes on at the
+-- end of dir/stderr.
+function run.for_seconds(dir, config_path, seconds)
+  return os.execute(string.format("cd %s && timeout -s TERM %s %s -c %s 2>> stderr",
+    shell_quote(dir), seconds, shell_quote(run.bin), shell_quote(config_path)))
+end
+
 function run.lines(text)
   local out = {}
   for line in (text or ""):gmatch("([^\n]*)\n") do out[#out + 1] = line end

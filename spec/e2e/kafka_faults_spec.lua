@@ -1,0 +1,231 @@
+-- The kafka_output when things fail, against a real broker
+-- (spec/e2e/kafka_harness.lua): the broker stopped in the middle of a
+-- 1,000,000-line stream, lumberjit killed with SIGKILL and started again,
+-- checkpoints that wait for delivery reports, and the disk buffer filling
+-- to its cap, holding the inputs, draining in order and outliving a
+-- restart. Every line must arrive; duplicates are counted and held to the
+-- bound output_kafka.h and checkpoint.h give.
+local run = dofile("spec/e2e/run.lua")
+local h = dofile("spec/e2e/syslog_harness.lua")
+local k = dofile("spec/e2e/kafka_harness.lua")
+
+-- Lines "line 0000001 xxx...", 61 bytes with the newline.
+local function write_lines(path, from, to, append)
+  assert(h.sh("/", string.format("python3 -c 'import sys\nf = open(sys.argv[1], %q)\n"
+    .. "for i in range(%d, %d): f.write(\"line %%07d %%s\\n\" %% (i, \"x\" * 47))' %s",
+    append and "a" or "w", from, to + 1, run.quote(path))))
+end
+
+-- A directory with state/, in.log of `lines` lines, and a config that
+-- tails in.log into the kafka_output with the keys in `output`.
+local function prepare(b, lines, output, globals)
+  local dir = run.tmpdir()
+  os.execute("mkdir " .. dir .. "/state")
+  write_lines(dir .. "/in.log", 1, lines)
+  run.write(dir .. "/config.lua", ([[
+lumberjit = { state_dir = "%s/state", checkpoint_interval_ms = 100, dead_letter_path = "%s/dead.log",
+              stop_timeout_ms = 2000, %s }
+input = { type = "tail_input", paths = { "%s/in.log" }, read_from_head = true }
+kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", %s }
+]]):format(dir, dir, globals or "", dir, b.bootstrap, (output:gsub("%$DIR", dir))))
+  return dir
+end
+
+-- Starts lumberjit in dir in the background; lumberjit.pid holds the PID of
+-- lumberjit itself (not of a wrapper), for kill -9.
+local function start(dir)
+  h.spawn(dir, "wrapper", "sh -c 'echo $$ > lumberjit.pid; exec " .. run.quote(run.bin) .. " -c config.lua'", 600)
+  assert(h.wait_until(function() return run.read(dir .. "/lumberjit.pid") end, 10))
+end
+
+local function pid_alive(dir)
+  return h.sh(dir, "kill -0 $(cat lumberjit.pid) 2>/dev/null")
+end
+
+local function kill9(dir)
+  h.sh(dir, "kill -KILL $(cat lumberjit.pid)")
+  h.wait_exit(dir, "wrapper", 10)
+  os.remove(dir .. "/lumberjit.pid")
+end
+
+-- A spec that fails midway must not leave lumberjit running, nor the
+-- broker stopped for the next.
+local function stop_on_exit(dir, b)
+  finally(function()
+    if run.read(dir .. "/lumberjit.pid") then kill9(dir) end
+    pcall(k.restart, b)
+  end)
+end
+
+-- SIGTERM; the exit status and stderr.
+local function stop(dir)
+  h.sh(dir, "kill -TERM $(cat lumberjit.pid)")
+  local status = h.wait_exit(dir, "wrapper", 60)
+  os.remove(dir .. "/lumberjit.pid")
+  return status, run.read(dir .. "/wrapper.err") or ""
+end
+
+-- What `topic` holds, one value a line, into `file`; then how many lines it
+-- has, how many distinct, and whether the first occurrences come in order.
+local function dump(b, dir, topic)
+  local file = dir .. "/got.txt"
+  assert(h.sh(dir, string.format("timeout -s KILL 300 kcat -C -q -e -o beginning -f '%%s\\n' -b %s -t %s > %s",
+    b.bootstrap, topic, run.quote(file))))
+  local p = io.popen(string.format([[python3 -c '
+import sys
+seen = set(); total = 0; ordered = True; last = -1
+for line in open(sys.argv[1]):
+    total += 1
+    n = int(line.split()[1])
+    if n in seen: continue
+    seen.add(n)
+    if n < last: ordered = False
+    last = n
+print(total, len(seen), int(ordered))' %s]], run.quote(file)))
+  local total, distinct, ordered = p:read("*a"):match("(%d+) (%d+) (%d)")
+  p:close()
+  return tonumber(total), tonumber(distinct), ordered == "1"
+end
+
+-- The checkpointed offset of in.log, or 0.
+local function checkpoint(dir)
+  return tonumber((run.read(dir .. "/state/checkpoints") or ""):match("offset (%d+)")) or 0
+end
+
+local function file_size(path)
+  local f = io.open(path)
+  local size = f:seek("end")
+  f:close()
+  return size
+end
+
+describe("kafka_output faults", function()
+  local b
+
+  setup(function()
+    b = k.start()
+    k.create_topics(b, { ckpt = 1, stream = 3, crash = 3, spill = 1, kept = 1 })
+  end)
+
+  teardown(function()
+    if b then k.destroy(b) end
+  end)
+
+  it("moves checkpoints only on delivery reports: a crash while the broker is down loses nothing", function()
+    local dir = prepare(b, 2000, [[topic = "ckpt"]])
+    stop_on_exit(dir, b)
+    k.stop(b)
+    start(dir)
+    h.sleep(2)
+    assert.is_true(pid_alive(dir))
+    kill9(dir)
+    assert.are.equal(0, checkpoint(dir), "the checkpoint moved past records Kafka does not have")
+    k.restart(b)
+    start(dir)
+    assert.are.equal(2000, k.count(b, "ckpt", { min = 2000, seconds = 60 }))
+    assert.is_true(h.wait_until(function() return checkpoint(dir) == 2000 * 61 end, 10))
+    local status, stderr = stop(dir)
+    assert.are.equal(0, status, stderr)
+    local total, distinct, ordered = dump(b, dir, "ckpt")
+    assert.are.same({ 2000, 2000, true }, { total, distinct, ordered })
+    run.cleanup(dir)
+  end)
+
+  it("loses nothing when the broker stops in the middle of a 1,000,000-line stream", function()
+    -- memory_bytes bounds what librdkafka holds, and so what a broker that
+    -- went away mid-request can make it send twice.
+    local dir = prepare(b, 200000, [[topic = "stream", memory_bytes = 4194304]])
+    stop_on_exit(dir, b)
+    start(dir)
+    assert.truthy(k.count(b, "stream", { min = 100000, seconds = 120 }))
+    k.stop(b)
+    -- The stream goes on while the broker is away.
+    write_lines(dir .. "/in.log", 200001, 600000, true)
+    h.sleep(2)
+    k.restart(b)
+    write_lines(dir .. "/in.log", 600001, 1000000, true)
+    assert.truthy(k.count(b, "stream", { min = 1000000, seconds = 240 }))
+    local status, stderr = stop(dir)
+    assert.are.equal(0, status, stderr)
+    local total, distinct = dump(b, dir, "stream")
+    assert.are.equal(1000000, distinct)
+    print(("\n# broker outage: %d duplicates of 1,000,000 lines"):format(total - distinct))
+    assert.is_true(total - distinct <= 4194304 / 61, (total - distinct) .. " duplicates")
+    run.cleanup(dir)
+  end)
+
+  it("loses nothing when lumberjit is killed with SIGKILL mid-stream and started again", function()
+    local dir = prepare(b, 300000, [[topic = "crash", memory_bytes = 1048576]], "memory_budget = 2000000")
+    stop_on_exit(dir, b)
+    start(dir)
+    assert.truthy(k.count(b, "crash", { min = 50000, seconds = 120 }))
+    kill9(dir)
+    start(dir)
+    assert.truthy(k.count(b, "crash", { min = 300000, seconds = 120 }))
+    h.wait_until(function() return checkpoint(dir) == 300000 * 61 end, 20)
+    local status, stderr = stop(dir)
+    assert.are.equal(0, status, stderr)
+    local total, distinct = dump(b, dir, "crash")
+    assert.are.equal(300000, distinct)
+    print(("\n# kill -9: %d duplicates of 300,000 lines"):format(total - distinct))
+    -- What checkpoint.h bounds (memory_budget and a checkpoint interval's
+    -- records) plus what librdkafka held (memory_bytes).
+    assert.is_true(total - distinct <= (2000000 + 1048576) / 61 + 30000, (total - distinct) .. " duplicates")
+    run.cleanup(dir)
+  end)
+
+  it("fills the disk buffer to its cap, holds the inputs, then drains it in order", function()
+    local dir = prepare(b, 100000, [[topic = "spill", memory_bytes = 1048576,
+      disk_buffer = { path = "$DIR/buffer", max_bytes = 2097152, segment_bytes = 262144 }]],
+      "memory_budget = 1048576")
+    stop_on_exit(dir, b)
+    k.stop(b)
+    start(dir)
+    assert.is_true(h.wait_until(function()
+      return (run.read(dir .. "/wrapper.err") or ""):find("the disk buffer is full; holding the inputs", 1, true)
+    end, 60), run.read(dir .. "/wrapper.err"))
+    h.sleep(1)
+    local p = io.popen("cat " .. run.quote(dir) .. "/buffer/*.seg | wc -c")
+    local used = tonumber(p:read("*a"):match("%d+"))
+    p:close()
+    assert.is_true(used > 2097152 - 100000 and used <= 2097152, used .. " bytes in the disk buffer")
+    -- The records librdkafka holds came first and are not acknowledged, so
+    -- the checkpoint waits for them, however many are safe on disk.
+    assert.are.equal(0, checkpoint(dir))
+    k.restart(b)
+    assert.truthy(k.count(b, "spill", { min = 100000, seconds = 120 }))
+    assert.is_true(h.wait_until(function() return checkpoint(dir) == file_size(dir .. "/in.log") end, 10),
+      "checkpoint " .. checkpoint(dir) .. " of " .. file_size(dir .. "/in.log"))
+    local status, stderr = stop(dir)
+    assert.are.equal(0, status, stderr)
+    local total, distinct, ordered = dump(b, dir, "spill")
+    assert.are.same({ 100000, 100000, true }, { total, distinct, ordered })
+    assert.truthy(stderr:find("the disk buffer is drained", 1, true))
+    local from_disk = tonumber(stderr:match("%((%d+) of them from the disk buffer%)"))
+    assert.is_true(from_disk > 0)
+    run.cleanup(dir)
+  end)
+
+  it("keeps what Kafka did not take in the disk buffer across a restart of lumberjit", function()
+    local dir = prepare(b, 5000, [[topic = "kept", disk_buffer = { max_bytes = 10000000,
+      segment_bytes = 1000000 }]])
+    stop_on_exit(dir, b)
+    k.stop(b)
+    start(dir)
+    h.sleep(2)
+    local status, stderr = stop(dir)
+    assert.are.equal(0, status, stderr)
+    assert.truthy(stderr:find("the disk buffer keeps what Kafka did not take", 1, true), stderr)
+    assert.are.equal(5000 * 61, checkpoint(dir))
+    assert.are.equal("", run.read(dir .. "/dead.log") or "")
+    k.restart(b)
+    start(dir)
+    assert.truthy(stderr and k.count(b, "kept", { min = 5000, seconds = 60 }))
+    status, stderr = stop(dir)
+    assert.are.equal(0, status, stderr)
+    assert.truthy(stderr:find("holds 5000 records", 1, true), stderr)
+    local total, distinct, ordered = dump(b, dir, "kept")
+    assert.are.same({ 5000, 5000, true }, { total, distinct, ordered })
+    run.cleanup(dir)
+  end)
+end)

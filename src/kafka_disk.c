@@ -1,0 +1,290 @@
+/*
+ * kafka_disk.c - the kafka_output's disk buffer (output_kafka.h says when
+ * records go there and kafka_internal.h what each function does):
+ * records written to it behind librdkafka, and produced from it again,
+ * oldest first, once librdkafka takes records.
+ *
+ * A record in the disk buffer is laid out as
+ *   [u16 input name length][input name][u64 position][u8 flags][u32 head]
+ *   [the record as queued: routing head (router.h), then the payload]
+ * little-endian, so a record produced from the disk buffer in a later run
+ * still names its input and position if it has to be dead-lettered.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "kafka_internal.h"
+#include "log.h"
+
+static void put_le(buf *b, uint64_t v, int n)
+{
+  char bytes[8];
+
+  for (int i = 0; i < n; i++) bytes[i] = (char)((v >> (8 * i)) & 0xff);
+  buf_append(b, bytes, (size_t)n);
+}
+
+static uint64_t get_le(const char *p, int n)
+{
+  uint64_t v = 0;
+
+  for (int i = 0; i < n; i++) v |= (uint64_t)(uint8_t)p[i] << (8 * i);
+  return v;
+}
+
+/* The input name of a record read back, kept for the run: a dead letter
+ * made from it names its input. */
+static const char *kept_name(kafka_output *k, const char *name, size_t len)
+{
+  char **names;
+
+  for (size_t i = 0; i < k->nnames; i++)
+    if (strlen(k->names[i]) == len && memcmp(k->names[i], name, len) == 0)
+      return k->names[i];
+  names = realloc(k->names, (k->nnames + 1) * sizeof *names);
+  if (!names) return "(disk buffer)";
+  k->names = names;
+  if (!(names[k->nnames] = strndup(name, len))) return "(disk buffer)";
+  return names[k->nnames++];
+}
+
+/* The stash's record, as the queue held it; false if it is damaged. */
+static bool unpack(kafka_output *k, output_record *r, const char **bytes,
+                   size_t *len)
+{
+  const char *p = k->stash.data;
+  size_t n = k->stash.len, name_len;
+
+  if (n < 2 || n < 2 + (name_len = get_le(p, 2)) + 8 + 1 + 4) return false;
+  *r = (output_record){0};
+  r->input = kept_name(k, p + 2, name_len);
+  p += 2 + name_len;
+  r->position = get_le(p, 8);
+  r->is_offset = p[8] & 1;
+  r->head = (uint32_t)get_le(p + 9, 4);
+  *bytes = p + 13;
+  *len = n - 2 - name_len - 13;
+  return r->head <= *len;
+}
+
+/* The lines that say what the disk buffer does come on a change of state
+ * that lasts: records start going to disk (logged where they do) until it
+ * is empty again, acknowledged to the last record; full until it is down
+ * to half its cap. So a broker that keeps up only just does not make a
+ * line each time librdkafka fills up. */
+void kafka_note_backlog(kafka_output *k)
+{
+  dq_stats_t st;
+
+  if (!k->spill_logged && !k->full_logged) return;
+  dq_stats(k->dq, &st);
+  if (k->full_logged && st.bytes < k->buffer_max / 2) {
+    k->full_logged = false;
+    kafka_log_backlog(k, "the disk buffer is below half its cap and takes "
+                      "records again");
+  }
+  if (k->spill_logged && st.records == 0) {
+    k->spill_logged = false;
+    kafka_log_backlog(k, "the disk buffer is drained; producing straight on");
+  }
+}
+
+void kafka_log_backlog(kafka_output *k, const char *what)
+{
+  dq_stats_t st;
+
+  dq_stats(k->dq, &st);
+  log_msg("%s: %s (%" PRIu64 " records, %" PRIu64 " bytes in the disk "
+          "buffer)", k->o->name, what, st.records, st.bytes);
+}
+
+/* Produces from the disk buffer while librdkafka takes them; false when
+ * it stopped before the disk buffer ran out. */
+produce_result kafka_send_from_disk(kafka_output *k)
+{
+  char err[256];
+
+  for (;;) {
+    output_record r;
+    const char *bytes, *why = NULL;
+    size_t len;
+    produce_result pr;
+    if (!k->stashed) {
+      int got = dq_read(k->dq, &k->stash, &k->stash_id, err, sizeof err);
+      if (got == 0) break;
+      if (got < 0) {
+        output_fail(k->o, err);
+        return FATAL;
+      }
+      k->stashed = true;
+    }
+    if (!unpack(k, &r, &bytes, &len)) {
+      /* Its checksum held, so we wrote it so: nothing to send it as. */
+      log_msg("%s: a record in the disk buffer is not one lumberjit "
+              "writes; it counts as lost", k->o->name);
+      k->o->records_lost++;
+      dq_ack(k->dq, k->stash_id);
+      k->stashed = false;
+      continue;
+    }
+    pr = kafka_produce(k, &r, bytes, len, true, k->stash_id, &why);
+    if (pr == QUEUE_FULL || pr == RATE_CAPPED) return pr;
+    if (pr == FATAL) {
+      output_fail(k->o, why);
+      return FATAL;
+    }
+    if (pr == REJECTED) {
+      output_undeliverable(k->o, &r, bytes + r.head, len - r.head, why);
+      k->rejected++;
+      dq_ack(k->dq, k->stash_id);
+    }
+    k->stashed = false;
+  }
+  kafka_note_backlog(k);
+  return PRODUCED;
+}
+
+bool kafka_disk_backlog(const kafka_output *k)
+{
+  dq_stats_t st;
+
+  if (k->stashed) return true;
+  dq_stats(k->dq, &st);
+  return st.unread > 0;
+}
+
+/* Writes one record to the disk buffer; its checkpoint reference waits
+ * for the fsync (sync_spilled). DQ_OK, or why it could not. */
+dq_result kafka_spill(kafka_output *k, const output_record *r,
+                       const char *bytes, size_t len, char *err,
+                       size_t errlen)
+{
+  size_t name_len = strlen(r->input);
+  dq_result res;
+
+  if (k->nunsynced == k->unsynced_cap) {
+    size_t cap = k->unsynced_cap ? 2 * k->unsynced_cap : 1024;
+    output_record *u = realloc(k->unsynced, cap * sizeof *u);
+    if (!u) return DQ_FULL;
+    k->unsynced = u;
+    k->unsynced_cap = cap;
+  }
+  k->spill.len = 0;
+  if (name_len > 65535) name_len = 65535;
+  put_le(&k->spill, name_len, 2);
+  buf_append(&k->spill, r->input, name_len);
+  put_le(&k->spill, r->position, 8);
+  put_le(&k->spill, r->is_offset, 1);
+  put_le(&k->spill, r->head, 4);
+  if (!buf_append(&k->spill, bytes, len)) return DQ_FULL;
+  res = dq_append(k->dq, k->spill.data, k->spill.len, err, errlen);
+  if (res == DQ_OK) k->unsynced[k->nunsynced++] = *r;
+  return res;
+}
+
+/* Records written to the disk buffer that cannot be made durable fail:
+ * they may still come out of it in a later run, as duplicates. */
+void kafka_fail_unsynced(kafka_output *k, const char *reason)
+{
+  for (size_t i = 0; i < k->nunsynced; i++)
+    output_undeliverable(k->o, &k->unsynced[i], "", 0, reason);
+  k->nunsynced = 0;
+}
+
+/* fsyncs what was spilled; then its records count as kept and their
+ * inputs may move their checkpoints past them. DQ_NO_SPACE: they wait
+ * (their references held) for a retry; DQ_ERROR: the output fails. */
+dq_result kafka_sync_spilled(kafka_output *k)
+{
+  char err[256];
+  dq_result res;
+
+  if (k->nunsynced == 0) return DQ_OK;
+  res = dq_sync(k->dq, err, sizeof err);
+  if (res == DQ_NO_SPACE) {
+    if (!k->full_logged)
+      kafka_log_backlog(k, "no space left to write the disk buffer; holding the "
+                  "inputs");
+    k->full_logged = true;
+    kafka_wake_later(k, DISK_RETRY_MS);
+    return res;
+  }
+  if (res != DQ_OK) {
+    kafka_fail_unsynced(k, err);
+    output_fail(k->o, err);
+    return res;
+  }
+  for (size_t i = 0; i < k->nunsynced; i++)
+    checkpoint_unref(k->unsynced[i].ack);
+  k->spilled += k->nunsynced;
+  k->nunsynced = 0;
+  return DQ_OK;
+}
+
+/* The front record goes to the disk buffer; false when it cannot now. */
+bool kafka_spill_front(kafka_output *k, const output_record *r,
+                        const char *bytes, size_t len)
+{
+  char err[256];
+  dq_result res = kafka_spill(k, r, bytes, len, err, sizeof err);
+
+  switch (res) {
+  case DQ_OK:
+    output_take(k->o);
+    if (!k->spill_logged) {
+      kafka_log_backlog(k, "librdkafka holds memory_bytes; records go to the disk "
+                  "buffer");
+      k->spill_logged = true;
+    }
+    return true;
+  case DQ_TOO_BIG:
+    output_take(k->o);
+    output_undeliverable(k->o, r, bytes + r->head, len - r->head,
+                         "the record is larger than the disk buffer takes");
+    return true;
+  case DQ_FULL:
+  case DQ_NO_SPACE:
+    if (!k->full_logged) {
+      kafka_log_backlog(k, res == DQ_FULL ? "the disk buffer is full; holding the "
+                  "inputs" : "no space left for the disk buffer; holding "
+                  "the inputs");
+      k->full_logged = true;
+    }
+    kafka_wake_later(k, DISK_RETRY_MS);
+    return false;
+  default:
+    output_fail(k->o, err);
+    return false;
+  }
+}
+
+/* A purged record goes to the disk buffer with the head it came with;
+ * one from the disk buffer stays there, unacknowledged, for the next
+ * run. */
+void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
+{
+  const char *topic = rd_kafka_topic_name(m->rkt);
+  bool own_topic = strcmp(topic, k->topic) == 0;
+  buf rec = {0};
+  char err[256];
+  size_t tlen = own_topic ? 0 : strlen(topic);
+
+  if (s->from_disk) return;
+  put_le(&rec, tlen, 2);
+  buf_append(&rec, topic, tlen);
+  put_le(&rec, m->key ? m->key_len + 1 : 0, 4);
+  if (m->key) buf_append(&rec, m->key, m->key_len);
+  s->r.head = (uint32_t)rec.len;
+  buf_append(&rec, m->payload, m->len);
+  if (rec.data && kafka_spill(k, &s->r, rec.data, rec.len, err, sizeof err) == DQ_OK) {
+    buf_free(&rec);
+    return;
+  }
+  output_undeliverable(k->o, &s->r, m->payload, m->len,
+                       "the run stopped before Kafka took the record, and "
+                       "the disk buffer did not take it");
+  buf_free(&rec);
+}

@@ -1,0 +1,123 @@
+/*
+ * kafka_internal.h - what the kafka_output's two halves share:
+ * output_kafka.c (the producer and the transport) and kafka_disk.c (the
+ * disk buffer: spilling records to it, producing them back from it).
+ */
+#ifndef LUMBERJIT_KAFKA_INTERNAL_H
+#define LUMBERJIT_KAFKA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+#include <uv.h>
+
+#include "buf.h"
+#include "disk_queue.h"
+#include "latency.h"
+#include "output.h"
+#include "rate_cap.h"
+
+#define SLOTS_PER_CHUNK 1024
+#define DISK_RETRY_MS 1000
+
+typedef struct slot {
+  output_record r;          /* origin and checkpoint reference */
+  uint64_t dq_id;           /* from_disk: its id in the disk buffer */
+  uint64_t sent_ns;         /* uv_hrtime when produced */
+  bool from_disk;
+  struct slot *next;        /* free list */
+} slot;
+
+typedef struct slot_chunk {
+  struct slot_chunk *next;
+  slot slots[SLOTS_PER_CHUNK];
+} slot_chunk;
+
+typedef struct {
+  char *name;
+  rd_kafka_topic_t *rkt;
+} topic_handle;
+
+/* Why a record could not be handed to librdkafka now. */
+typedef enum { PRODUCED, QUEUE_FULL, RATE_CAPPED, REJECTED, FATAL } produce_result;
+
+typedef struct kafka_output {
+  output_sink *o;
+  rd_kafka_t *rk;
+  char *topic;              /* the configured template's text */
+  topic_handle *topics;     /* [0]: the configured topic if static */
+  size_t ntopics, last_topic;
+  int wake_fds[2];          /* librdkafka writes [1] when it has news */
+  uv_poll_t wake;
+  uv_timer_t timer;         /* rate caps, disk retries, the first send */
+  uv_timer_t poll_timer;    /* polls while librdkafka holds records */
+  bool handles_open;
+  slot *free_slots;
+  slot_chunk *chunks;
+  uint64_t in_flight;       /* records librdkafka holds */
+  bool settled;             /* a poll settled records: the queue may go on */
+  char fatal[512];          /* librdkafka's fatal error, once raised */
+
+  /* The disk buffer. */
+  disk_queue *dq;
+  buf stash;                /* a record read from it, not yet produced */
+  uint64_t stash_id;
+  bool stashed;
+  buf spill;                /* a record being written to it */
+  output_record *unsynced;  /* written to it, not yet fsynced: they keep */
+  size_t nunsynced, unsynced_cap; /* their checkpoint references */
+  char **names;             /* input names of records read from it */
+  size_t nnames;
+  bool keep_purged;         /* stopping: purged records go to it */
+  uint64_t buffer_max;      /* its cap, bytes */
+  bool spill_logged, full_logged; /* see kafka_note_backlog */
+
+  rate_cap cap;              /* max_bytes/messages_per_second */
+
+  uint64_t produced, delivered, from_disk, spilled, rejected;
+  latency_hist latency;
+  uint64_t error_logged_ns, errors_unlogged;
+} kafka_output;
+
+/* ---- output_kafka.c ---- */
+
+/* Hands one record (routing head first) to librdkafka; from_disk: it is
+ * the disk buffer's record dq_id. REJECTED and FATAL say why. */
+produce_result kafka_produce(kafka_output *k, const output_record *r,
+                             const char *bytes, size_t len, bool from_disk,
+                             uint64_t dq_id, const char **why);
+/* The output tries again in ms (rate caps, a full disk). */
+void kafka_wake_later(kafka_output *k, uint64_t ms);
+
+/* ---- kafka_disk.c ---- */
+
+/* Produces from the disk buffer while librdkafka takes them: PRODUCED
+ * once it ran out, or why it stopped (QUEUE_FULL, RATE_CAPPED, FATAL: the
+ * output failed). */
+produce_result kafka_send_from_disk(kafka_output *k);
+/* Records wait in the disk buffer: new ones must go behind them. */
+bool kafka_disk_backlog(const kafka_output *k);
+/* The queue's front record goes to the disk buffer, its checkpoint
+ * reference held until kafka_sync_spilled; false when it cannot now (the
+ * disk buffer is full, or the output failed). */
+bool kafka_spill_front(kafka_output *k, const output_record *r,
+                       const char *bytes, size_t len);
+/* The same for one the queue no longer holds; DQ_OK or why not. */
+dq_result kafka_spill(kafka_output *k, const output_record *r,
+                      const char *bytes, size_t len, char *err,
+                      size_t errlen);
+/* fsyncs what was spilled; then its records count as kept and their
+ * inputs may move their checkpoints past them. DQ_NO_SPACE: they wait
+ * (their references held) for a retry; DQ_ERROR: the output fails. */
+dq_result kafka_sync_spilled(kafka_output *k);
+/* Spilled records that cannot be made durable fail with reason. */
+void kafka_fail_unsynced(kafka_output *k, const char *reason);
+/* A record librdkafka gave back at the stop goes to the disk buffer. */
+void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m);
+/* Logs the disk buffer's way back to normal: below half its cap, empty. */
+void kafka_note_backlog(kafka_output *k);
+/* A line about what the disk buffer holds, after `what`. */
+void kafka_log_backlog(kafka_output *k, const char *what);
+
+#endif

@@ -1,0 +1,557 @@
+/*
+ * output_kafka.c - the kafka_output (output_kafka.h): a transport of the
+ * output queue (output.h) that produces with librdkafka, on the loop
+ * thread.
+ *
+ * librdkafka's own threads talk to the brokers; everything it reports
+ * back (delivery reports, errors, its log lines) waits on its main queue,
+ * which wakes the loop through a pipe (rd_kafka_queue_io_event_enable) and
+ * is served here by rd_kafka_poll. So every callback runs on the loop
+ * thread, where the queue, the checkpoints and the dead-letter path live.
+ *
+ * Each record librdkafka holds has a slot: the record's origin and its
+ * checkpoint reference, or its id in the disk buffer. The slot rides as
+ * the message's opaque and comes back with its delivery report.
+ *
+ * The disk buffer's half is kafka_disk.c.
+ */
+#include "output_kafka.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "kafka_internal.h"
+#include "log.h"
+#include "router.h"
+
+#define ERROR_LOG_INTERVAL_NS (10ull * 1000000000)
+#define PURGE_WAIT_MS 5000
+#define POLL_BURST 10000
+#define POLL_INTERVAL_MS 100
+
+/* ---- slots ---- */
+
+static slot *slot_new(kafka_output *k)
+{
+  slot *s = k->free_slots;
+
+  if (!s) {
+    slot_chunk *c = malloc(sizeof *c);
+    if (!c) return NULL;
+    c->next = k->chunks;
+    k->chunks = c;
+    for (size_t i = 0; i < SLOTS_PER_CHUNK; i++) {
+      c->slots[i].next = s;
+      s = &c->slots[i];
+    }
+  }
+  k->free_slots = s->next;
+  return s;
+}
+
+static void slot_free(kafka_output *k, slot *s)
+{
+  s->next = k->free_slots;
+  k->free_slots = s;
+}
+
+/* ---- the loop's hold on librdkafka ---- */
+
+static void serve(kafka_output *k);
+
+static void on_poll_timer(uv_timer_t *t)
+{
+  serve(t->data);
+}
+
+/* The loop stays alive while librdkafka holds records, so their reports
+ * come in before the run ends; otherwise the wake-up handle keeps no loop
+ * running. Meanwhile a timer polls too: with librdkafka 2.0.2 and the
+ * broker down at the start, delivery reports were seen to wait on the
+ * queue without a wake-up until the stop. */
+static void update_ref(kafka_output *k)
+{
+  if (!k->handles_open) return;
+  if (k->in_flight > 0) {
+    uv_ref((uv_handle_t *)&k->wake);
+    if (!uv_is_active((uv_handle_t *)&k->poll_timer))
+      uv_timer_start(&k->poll_timer, on_poll_timer, POLL_INTERVAL_MS,
+                     POLL_INTERVAL_MS);
+  } else {
+    uv_unref((uv_handle_t *)&k->wake);
+    uv_timer_stop(&k->poll_timer);
+  }
+}
+
+/* ---- producing ---- */
+
+static rd_kafka_topic_t *topic_handle_for(kafka_output *k, const char *name,
+                                          size_t len)
+{
+  topic_handle *t;
+  char *copy;
+
+  for (size_t n = 0; n < k->ntopics; n++) {
+    size_t i = (k->last_topic + n) % k->ntopics;
+    t = &k->topics[i];
+    if (strlen(t->name) == len && memcmp(t->name, name, len) == 0) {
+      k->last_topic = i;
+      return t->rkt;
+    }
+  }
+  t = realloc(k->topics, (k->ntopics + 1) * sizeof *t);
+  if (!t) return NULL;
+  k->topics = t;
+  if (!(copy = strndup(name, len))) return NULL;
+  t = &k->topics[k->ntopics];
+  if (!(t->rkt = rd_kafka_topic_new(k->rk, copy, NULL))) {
+    free(copy);
+    return NULL;
+  }
+  t->name = copy;
+  k->last_topic = k->ntopics++;
+  return t->rkt;
+}
+
+/* The record goes with its slot, its opaque. */
+produce_result kafka_produce(kafka_output *k, const output_record *r,
+                             const char *bytes, size_t len, bool from_disk,
+                             uint64_t dq_id, const char **why)
+{
+  router_head h = {"", NULL, 0, 0};
+  rd_kafka_topic_t *rkt;
+  rd_kafka_resp_err_t err;
+  uint64_t wait_ms;
+  slot *s;
+
+  if (r->head && !router_head_parse(bytes, r->head, &h)) {
+    *why = "the record's topic and key are unreadable";
+    return REJECTED;
+  }
+  if (!rate_cap_allows(&k->cap, len - r->head, uv_hrtime(), &wait_ms)) {
+    kafka_wake_later(k, wait_ms);
+    return RATE_CAPPED;
+  }
+  rkt = h.topic_len ? topic_handle_for(k, h.topic, h.topic_len)
+                    : topic_handle_for(k, k->topic, strlen(k->topic));
+  if (!rkt || !(s = slot_new(k))) {
+    *why = "out of memory";
+    return REJECTED;
+  }
+  *s = (slot){*r, dq_id, uv_hrtime(), from_disk, NULL};
+  err = rd_kafka_producev(k->rk, RD_KAFKA_V_RKT(rkt),
+                          RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_VALUE((void *)(bytes + r->head),
+                                           len - r->head),
+                          RD_KAFKA_V_KEY(h.key, h.key_len),
+                          RD_KAFKA_V_OPAQUE(s), RD_KAFKA_V_END);
+  if (err) {
+    slot_free(k, s);
+    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return QUEUE_FULL;
+    *why = rd_kafka_err2str(err);
+    return err == RD_KAFKA_RESP_ERR__FATAL ? FATAL : REJECTED;
+  }
+  rate_cap_spend(&k->cap, len - r->head);
+  k->in_flight++;
+  k->produced++;
+  return PRODUCED;
+}
+
+/* ---- the transport ---- */
+
+/* Takes queued records: first what the disk buffer holds, then the queue,
+ * which goes to the disk buffer behind its backlog or when librdkafka is
+ * full. */
+static void send_records(output_sink *o)
+{
+  kafka_output *k = o->tx_state;
+  /* With librdkafka full, the queue's records still go to the disk buffer;
+   * under a rate cap they wait where they are. */
+  bool blocked = k->dq && kafka_send_from_disk(k) == RATE_CAPPED;
+
+  if (o->state == OUTPUT_FAILED) return;
+  while (!blocked) {
+    const char *bytes, *why = NULL;
+    size_t len;
+    const output_record *r = output_front(o, &bytes, &len);
+    produce_result pr;
+    if (!r) break;
+    if (k->dq && kafka_disk_backlog(k)) {
+      blocked = !kafka_spill_front(k, r, bytes, len);
+      if (o->state == OUTPUT_FAILED) return;
+      continue;
+    }
+    pr = kafka_produce(k, r, bytes, len, false, 0, &why);
+    if (pr == PRODUCED) {
+      output_take(o);
+    } else if (pr == QUEUE_FULL && k->dq) {
+      blocked = !kafka_spill_front(k, r, bytes, len);
+      if (o->state == OUTPUT_FAILED) return;
+    } else if (pr == REJECTED) {
+      output_record copy = *r;
+      output_take(o);
+      k->rejected++;
+      output_undeliverable(o, &copy, bytes + copy.head, len - copy.head, why);
+    } else if (pr == FATAL) {
+      output_fail(o, why);
+      return;
+    } else {
+      blocked = true;
+    }
+  }
+  switch (kafka_sync_spilled(k)) {
+  case DQ_OK: break;
+  case DQ_NO_SPACE: blocked = true; break;
+  default: return;
+  }
+  o->state = blocked ? OUTPUT_WAITING : OUTPUT_READY;
+  update_ref(k);
+}
+
+static bool purged(rd_kafka_resp_err_t err)
+{
+  return err == RD_KAFKA_RESP_ERR__PURGE_QUEUE ||
+         err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT;
+}
+
+/* librdkafka's delivery report, served on the loop thread. */
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                        void *opaque)
+{
+  kafka_output *k = opaque;
+  slot *s = m->_private;
+  (void)rk;
+
+  k->in_flight--;
+  k->settled = true;
+  if (!m->err) {
+    latency_add(&k->latency, (uv_hrtime() - s->sent_ns) / 1000);
+    k->delivered++;
+    if (s->from_disk) {
+      k->from_disk++;
+      dq_ack(k->dq, s->dq_id);
+      k->o->records_written++;
+    } else {
+      output_delivered(k->o, &s->r);
+    }
+  } else if (k->keep_purged && purged(m->err)) {
+    kafka_keep_purged(k, s, m);
+  } else {
+    char why[512];
+    snprintf(why, sizeof why, "Kafka did not take the record (topic %s): %s",
+             rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
+    k->rejected++;
+    output_undeliverable(k->o, &s->r, m->payload, m->len, why);
+    if (s->from_disk) dq_ack(k->dq, s->dq_id);
+  }
+  slot_free(k, s);
+}
+
+/* Errors come often while a broker is down: the first is logged, then
+ * one line every ten seconds says how many more came. */
+static void on_error(rd_kafka_t *rk, int err, const char *reason,
+                     void *opaque)
+{
+  kafka_output *k = opaque;
+  uint64_t now = uv_hrtime();
+
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char why[sizeof k->fatal - 64];
+    rd_kafka_fatal_error(rk, why, sizeof why);
+    snprintf(k->fatal, sizeof k->fatal, "librdkafka's fatal error: %s", why);
+    return;
+  }
+  if (k->error_logged_ns && now - k->error_logged_ns < ERROR_LOG_INTERVAL_NS) {
+    k->errors_unlogged++;
+    return;
+  }
+  if (k->errors_unlogged)
+    log_msg("%s: Kafka: %s (and %" PRIu64 " more errors in the last %llu s)",
+            k->o->name, reason, k->errors_unlogged,
+            ERROR_LOG_INTERVAL_NS / 1000000000);
+  else
+    log_msg("%s: Kafka: %s", k->o->name, reason);
+  k->error_logged_ns = now;
+  k->errors_unlogged = 0;
+}
+
+static void on_log(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *line)
+{
+  kafka_output *k = rd_kafka_opaque(rk);
+  (void)level;
+  /* A failure is reported to on_error too, which keeps the count. */
+  if (strcmp(fac, "FAIL") == 0) return;
+  log_msg("%s: librdkafka %s: %s", k->o->name, fac, line);
+}
+
+/* Serves what librdkafka queued for us; then the output goes on if
+ * records were settled. */
+static void serve(kafka_output *k)
+{
+  for (int i = 0; i < POLL_BURST && rd_kafka_poll(k->rk, 0) > 0; i++)
+    ;
+  if (k->fatal[0] && k->o->state != OUTPUT_FAILED)
+    output_fail(k->o, k->fatal);
+  if (k->settled && k->o->state != OUTPUT_FAILED) {
+    k->settled = false;
+    output_wake(k->o);
+  }
+  update_ref(k);
+}
+
+static void on_wake(uv_poll_t *p, int status, int events)
+{
+  kafka_output *k = p->data;
+  char drain[256];
+  (void)status;
+  (void)events;
+
+  while (read(k->wake_fds[0], drain, sizeof drain) > 0)
+    ;
+  serve(k);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+  kafka_output *k = t->data;
+
+  if (k->o->state != OUTPUT_FAILED) output_wake(k->o);
+}
+
+void kafka_wake_later(kafka_output *k, uint64_t ms)
+{
+  if (k->handles_open && !uv_is_active((uv_handle_t *)&k->timer))
+    uv_timer_start(&k->timer, on_timer, ms, 0);
+}
+
+/* Records in librdkafka, or in the disk buffer to be sent, keep the run
+ * going; once failed (stopped at the deadline) it holds nothing more. */
+static bool busy(const output_sink *o)
+{
+  const kafka_output *k = o->tx_state;
+
+  if (o->state == OUTPUT_FAILED) return false;
+  return k->in_flight > 0 || k->nunsynced > 0 || (k->dq && kafka_disk_backlog(k));
+}
+
+/* Stopping at the deadline, or failing: librdkafka gives back what it
+ * holds, which goes to the disk buffer with the queue's records if there
+ * is one, else to the dead-letter path. */
+static void fail(output_sink *o, const char *reason)
+{
+  kafka_output *k = o->tx_state;
+  uint64_t until = uv_hrtime() + PURGE_WAIT_MS * 1000000ull;
+
+  k->keep_purged = k->dq != NULL;
+  rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  while (k->in_flight > 0 && uv_hrtime() < until) rd_kafka_poll(k->rk, 100);
+  if (k->in_flight > 0) {
+    /* Their reports will not come before the run ends: they are lost. */
+    log_msg("%s: librdkafka kept %" PRIu64 " records past the purge; they "
+            "count as lost: %s", o->name, k->in_flight, reason);
+    o->records_lost += k->in_flight;
+  }
+  while (k->dq) {
+    const char *bytes;
+    size_t len;
+    const output_record *r = output_front(o, &bytes, &len);
+    char err[256];
+    if (!r || kafka_spill(k, r, bytes, len, err, sizeof err) != DQ_OK) break;
+    output_take(o);
+  }
+  if (k->dq && kafka_sync_spilled(k) == DQ_NO_SPACE)
+    kafka_fail_unsynced(k, "no space left to write the disk buffer");
+  if (k->dq)
+    kafka_log_backlog(k, "stopped; the disk buffer keeps what Kafka did not take "
+                "for the next run");
+  update_ref(k);
+}
+
+static void save_cursor(output_sink *o)
+{
+  kafka_output *k = o->tx_state;
+  char err[256];
+
+  if (k->dq && dq_save_cursor(k->dq, err, sizeof err) != 0)
+    log_msg("%s: %s", o->name, err);
+}
+
+static void summary(output_sink *o, char *line, size_t len)
+{
+  kafka_output *k = o->tx_state;
+  const latency_hist *h = &k->latency;
+  int n = snprintf(line, len, "Kafka: %" PRIu64 " produced, %" PRIu64
+                   " delivered (%" PRIu64 " of them from the disk buffer), %"
+                   PRIu64 " refused; delivery latency p50 %.1f ms, p95 %.1f "
+                   "ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms", k->produced,
+                   k->delivered, k->from_disk, k->rejected,
+                   latency_quantile(h, 0.5) / 1e3,
+                   latency_quantile(h, 0.95) / 1e3,
+                   latency_quantile(h, 0.99) / 1e3,
+                   latency_quantile(h, 0.999) / 1e3, h->max_us / 1e3);
+
+  if (k->dq && n > 0 && (size_t)n < len) {
+    dq_stats_t st;
+    dq_stats(k->dq, &st);
+    snprintf(line + n, len - (size_t)n, "; %" PRIu64 " put in the disk "
+             "buffer, which holds %" PRIu64 " records (%" PRIu64 " bytes)",
+             k->spilled, st.records, st.bytes);
+  }
+}
+
+static void close_handles(output_sink *o)
+{
+  kafka_output *k = o->tx_state;
+
+  if (!k->handles_open) return;
+  k->handles_open = false;
+  uv_close((uv_handle_t *)&k->wake, NULL);
+  uv_close((uv_handle_t *)&k->timer, NULL);
+  uv_close((uv_handle_t *)&k->poll_timer, NULL);
+}
+
+static int close_output(output_sink *o)
+{
+  kafka_output *k = o->tx_state;
+  int rc = 0;
+
+  for (size_t i = 0; i < k->ntopics; i++) {
+    rd_kafka_topic_destroy(k->topics[i].rkt);
+    free(k->topics[i].name);
+  }
+  if (k->rk) rd_kafka_destroy(k->rk);
+  if (k->dq && dq_close(k->dq) != 0) rc = -1;
+  for (size_t i = 0; i < k->nnames; i++) free(k->names[i]);
+  while (k->chunks) {
+    slot_chunk *next = k->chunks->next;
+    free(k->chunks);
+    k->chunks = next;
+  }
+  if (k->wake_fds[0] >= 0) close(k->wake_fds[0]);
+  if (k->wake_fds[1] >= 0) close(k->wake_fds[1]);
+  buf_free(&k->stash);
+  buf_free(&k->spill);
+  free(k->unsynced);
+  free(k->names);
+  free(k->topics);
+  free(k->topic);
+  free(k);
+  return rc;
+}
+
+static const output_transport kafka_transport = {
+  send_records, busy, fail, save_cursor, summary, close_handles, close_output
+};
+
+/* ---- opening ---- */
+
+static rd_kafka_t *make_producer(kafka_output *k, const config_kafka *cfg,
+                                 char *err, size_t errlen)
+{
+  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  char why[512];
+  rd_kafka_t *rk;
+
+  for (char **p = cfg->properties; p && *p; p += 2)
+    if (rd_kafka_conf_set(conf, p[0], p[1], why, sizeof why) != RD_KAFKA_CONF_OK) {
+      snprintf(err, errlen, "property '%s': %s", p[0], why);
+      rd_kafka_conf_destroy(conf);
+      return NULL;
+    }
+  if (rd_kafka_conf_set(conf, "log.queue", "true", why, sizeof why) !=
+      RD_KAFKA_CONF_OK) {
+    snprintf(err, errlen, "%s", why);
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+  }
+  rd_kafka_conf_set_opaque(conf, k);
+  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  rd_kafka_conf_set_error_cb(conf, on_error);
+  rd_kafka_conf_set_log_cb(conf, on_log);
+  if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why))) {
+    snprintf(err, errlen, "cannot make the producer: %s", why);
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+  }
+  return rk;
+}
+
+/* librdkafka's main queue (reports, errors, its log) wakes the loop. */
+static int wire_queue(kafka_output *k, uv_loop_t *loop, char *err,
+                      size_t errlen)
+{
+  int rc = uv_pipe(k->wake_fds, UV_NONBLOCK_PIPE, UV_NONBLOCK_PIPE);
+  rd_kafka_queue_t *main_queue;
+
+  if (rc != 0) {
+    k->wake_fds[0] = k->wake_fds[1] = -1;
+    snprintf(err, errlen, "cannot make a pipe: %s", uv_strerror(rc));
+    return -1;
+  }
+  if (uv_poll_init(loop, &k->wake, k->wake_fds[0]) != 0) {
+    snprintf(err, errlen, "cannot poll the pipe");
+    return -1;
+  }
+  uv_timer_init(loop, &k->timer);
+  uv_timer_init(loop, &k->poll_timer);
+  k->wake.data = k->timer.data = k->poll_timer.data = k;
+  k->handles_open = true;
+  uv_poll_start(&k->wake, UV_READABLE, on_wake);
+  uv_unref((uv_handle_t *)&k->wake);
+  main_queue = rd_kafka_queue_get_main(k->rk);
+  rd_kafka_set_log_queue(k->rk, main_queue);
+  rd_kafka_queue_io_event_enable(main_queue, k->wake_fds[1], "1", 1);
+  rd_kafka_queue_destroy(main_queue);
+  return 0;
+}
+
+static int open_disk_buffer(kafka_output *k, const config_kafka *cfg,
+                            const char *dir, char *err, size_t errlen)
+{
+  dq_stats_t st;
+
+  if (dq_open(&k->dq, dir, cfg->buffer_max_bytes, cfg->buffer_segment_bytes,
+              err, errlen) != 0)
+    return -1;
+  k->buffer_max = cfg->buffer_max_bytes;
+  dq_stats(k->dq, &st);
+  if (st.records > 0) {
+    log_msg("%s: the disk buffer %s holds %" PRIu64 " records (%" PRIu64
+            " bytes) from an earlier run; they go out first", k->o->name, dir,
+            st.records, st.bytes);
+    k->spill_logged = true;
+    uv_timer_start(&k->timer, on_timer, 0, 0);
+  }
+  return 0;
+}
+
+int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
+                      const config_kafka *cfg, const char *buffer_dir,
+                      output_events ev, char *err, size_t errlen)
+{
+  kafka_output *k = calloc(1, sizeof *k);
+
+  if (!k || !(k->topic = strdup(cfg->topic))) {
+    free(k);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  k->wake_fds[0] = k->wake_fds[1] = -1;
+  rate_cap_init(&k->cap, cfg->bytes_per_second, cfg->messages_per_second,
+                uv_hrtime());
+  output_open_transport(o, loop, name, &kafka_transport, k, ev);
+  k->o = o;
+  /* On failure the sink stays as it is: the pipeline's teardown closes
+   * its handles and then frees it, as it does every sink's. */
+  if (!(k->rk = make_producer(k, cfg, err, errlen)) ||
+      wire_queue(k, loop, err, errlen) != 0 ||
+      (buffer_dir && open_disk_buffer(k, cfg, buffer_dir, err, errlen) != 0))
+    return -1;
+  return 0;
+}

@@ -1,0 +1,73 @@
+/*
+ * output_kafka.h - the kafka_output: records produced to Apache Kafka with
+ * librdkafka, each counted delivered only on its delivery report.
+ *
+ *   kafka = { type = "kafka_output", encoder = "json", message_matcher = "TRUE",
+ *             brokers = "127.0.0.1:9092", topic = "logs-%{Type}", key = "%{Hostname}",
+ *             compression = "zstd", disk_buffer = { max_bytes = 1073741824 } }
+ *
+ * Keys:
+ *   brokers      bootstrap.servers: "host:port,host:port" (required).
+ *   topic        the topic, a template (record_template.h) over the
+ *                message: "logs", "logs-%{Type}" (required). A record whose
+ *                template gives no valid topic name goes to the dead-letter
+ *                path.
+ *   key          the message key, a template; none by default.
+ *   partitioner  librdkafka's: consistent_random (its default), murmur2
+ *                (the Java client's), murmur2_random, fnv1a, random, ...
+ *   compression  none, gzip, snappy, lz4 or zstd.
+ *   acks         all (our default), 1 or 0. With 0 the broker sends no
+ *                acknowledgement, so a record counts as delivered once sent.
+ *   idempotent   true: librdkafka's idempotent producer (no duplicates from
+ *                its own retries, order kept per partition).
+ *   properties   any librdkafka property, { ["linger.ms"] = 20 }: SASL,
+ *                TLS, batching. They win over the keys above; librdkafka
+ *                checks each when the config is loaded.
+ *   memory_bytes what librdkafka may hold in memory (16 MiB by default).
+ *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
+ *                where records go once librdkafka holds memory_bytes (a
+ *                broker outage); path defaults to state_dir/kafka-NAME.
+ *   max_bytes_per_second, max_messages_per_second
+ *                caps on what is produced, so a log storm cannot fill the
+ *                uplink; the backlog waits (and holds the inputs).
+ *   newline      appends "\n" to each record (false by default).
+ *
+ * Delivery. A record counts as delivered when its delivery report says
+ * the broker took it (with acks = all: every in-sync replica). Only then
+ * is its input's checkpoint reference dropped, so a file's checkpoint
+ * never passes a record Kafka does not have: at least once, from file to
+ * topic. A report with an error that librdkafka will not retry (no such
+ * topic, record too large, authorisation) sends the record to the
+ * dead-letter path with librdkafka's reason. librdkafka retries the rest
+ * for ever (message.timeout.ms = 0 unless set): an outage is waited out.
+ *
+ * Buffering. Records wait in the output's queue (its share of
+ * memory_budget), then in librdkafka (memory_bytes), then, with a disk
+ * buffer, in the disk buffer (disk_queue.h), in that order. Once a record
+ * went to disk, later ones follow it there until the disk buffer is
+ * drained, so records reach Kafka in the order they came. A record in the
+ * disk buffer is acknowledged to its input once fsynced there: it is
+ * produced from the disk buffer later, by this run or the next. When
+ * every stage is full the inputs are held (files are not read, sockets are
+ * not read); nothing is dropped. At the stop deadline (stop_timeout_ms)
+ * what librdkafka and the queue still hold goes to the disk buffer, or,
+ * without one, to the dead-letter path.
+ */
+#ifndef LUMBERJIT_OUTPUT_KAFKA_H
+#define LUMBERJIT_OUTPUT_KAFKA_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "output.h"
+
+/* Opens o as a kafka_output: the producer, and the disk buffer in
+ * buffer_dir (NULL: none). Logs what the disk buffer holds from an
+ * earlier run, which goes out first. */
+int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
+                      const config_kafka *cfg, const char *buffer_dir,
+                      output_events ev, char *err, size_t errlen);
+
+#endif
