@@ -2,6 +2,7 @@
 #include "json_message.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,17 +48,38 @@ static const char *short_escape(unsigned char c)
   }
 }
 
-/* A string's body: runs of plain ASCII and valid UTF-8 copied whole. */
+/* Whether any of the 8 bytes of x is other than printable ASCII (below
+ * 0x20, 0x7f and up) or is '"' or '\\'. SWAR tests (Hacker's Delight,
+ * 6-1): (v - 0x01..) & ~v sets the high bit of a byte of v that is 0,
+ * (v - n..) & ~v of one below n; a borrow or carry runs on only from a byte
+ * that is itself flagged, so the answer for the word is exact. */
+static inline bool any_special(uint64_t x)
+{
+  const uint64_t ones = 0x0101010101010101u, high = ones * 0x80;
+  uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+
+  return (((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) |
+          ((backslash - ones) & ~backslash) | x | (x + ones)) & high;
+}
+
+/* A string's body: runs of plain ASCII and valid UTF-8 copied whole; plain
+ * ASCII is skipped 8 bytes at a time, the bulk of log text. */
 static bool put_escaped(buf *b, const char *s, size_t len)
 {
   const unsigned char *u = (const unsigned char *)s;
   size_t run = 0;
 
   for (size_t i = 0; i < len;) {
-    unsigned char c = u[i];
+    unsigned char c;
     const char *esc;
     char hex[8];
     size_t n;
+    uint64_t word;
+    if (len - i >= 8 && (memcpy(&word, u + i, 8), !any_special(word))) {
+      i += 8;
+      continue;
+    }
+    c = u[i];
     if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
       i++;
       continue;
