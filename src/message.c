@@ -105,6 +105,26 @@ const msg_field *msg_find_field(const msg *m, const char *name,
   return NULL;
 }
 
+static bool name_before(const msg *m, const msg_field *a, const msg_field *b)
+{
+  size_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
+  int c = memcmp(msg_str(m, a->name), msg_str(m, b->name), n);
+
+  return c < 0 || (c == 0 && a->name.len < b->name.len);
+}
+
+/* Insertion sort: a message has a handful of fields. */
+void msg_sort_fields(msg *m, uint32_t from)
+{
+  for (uint32_t i = from + 1; i < m->nfields; i++) {
+    msg_field f = m->fields[i];
+    uint32_t j = i;
+    for (; j > from && name_before(m, &f, &m->fields[j - 1]); j--)
+      m->fields[j] = m->fields[j - 1];
+    m->fields[j] = f;
+  }
+}
+
 const char *msg_header_name(msg_header h)
 {
   return h < MSG_H_COUNT ? header_names[h] : NULL;
@@ -127,6 +147,18 @@ msg_header msg_header_by_name(const char *name, size_t len)
   default: return MSG_H_COUNT;
   }
   return memcmp(header_names[h], name, len) == 0 ? h : MSG_H_COUNT;
+}
+
+msg_span *msg_header_span(msg *m, msg_header h)
+{
+  switch (h) {
+  case MSG_H_TYPE: return &m->type;
+  case MSG_H_LOGGER: return &m->logger;
+  case MSG_H_PAYLOAD: return &m->payload;
+  case MSG_H_ENV_VERSION: return &m->env_version;
+  case MSG_H_HOSTNAME: return &m->hostname;
+  default: return NULL;
+  }
 }
 
 static bool batch_grow(msg_batch *b)

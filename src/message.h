@@ -125,6 +125,16 @@ static inline msg_value *msg_field_values(const msg *m, const msg_field *f)
 const msg_field *msg_find_field(const msg *m, const char *name,
                                 size_t name_len, unsigned fi);
 
+/* Sorts the fields from `from` on by name (bytes, then length), keeping
+ * the order of equal names: a Lua table's order is its hash layout's, which
+ * LuaJIT seeds anew for each state, so the sandbox sorts what a table gave
+ * for encoders to write the same record the same way every run. */
+void msg_sort_fields(msg *m, uint32_t from);
+
+/* The span of a string header (Type, Logger, Payload, EnvVersion,
+ * Hostname); NULL for the others. */
+msg_span *msg_header_span(msg *m, msg_header h);
+
 /* Header names as Heka spells them ("Timestamp", "Payload", ...);
  * msg_header_by_name returns MSG_H_COUNT for an unknown name. */
 const char *msg_header_name(msg_header h);

@@ -49,6 +49,7 @@ struct sandbox {
   const msg_origin *origin; /* decoder: the record; encoder: the message's */
   msg_batch *batch;         /* decoder output */
   msg scratch;              /* inject_message builds a message here */
+  size_t inject_pending;    /* what the message built counts, once whole */
   const msg *current;       /* encoder input */
   uint32_t field_iter;      /* read_next_field position */
   buf *out;                 /* encoder output */
@@ -83,8 +84,36 @@ int sandbox_cpcall(lua_State *L, lua_CFunction fn, void *ud, const char *what,
 char *sandbox_read_file(const char *path, size_t max, size_t *len, char *err,
                         size_t errlen);
 
+/* Loads a trusted chunk of ours (source text) and pushes it, then the FFI
+ * library, its first argument: the chunk keeps the FFI in upvalues, out of
+ * the plugin's reach. Raises on error; for protected calls. */
+void sandbox_push_ffi_chunk(lua_State *L, const char *source, size_t len,
+                            const char *name);
+
 /* sandbox_api.c: registers read_config, inject_message, ... */
 int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
+/* What one injected message counts against the output limit, whatever its
+ * contents: about what the C side spends on an empty message. Each header
+ * then counts its string's length or 8 bytes for a number, each field its
+ * name's length, 8 bytes a value and its strings' lengths. */
+#define MSG_INJECT_COST 64
+
+/* inject_message in C, each step checked (sandbox_api.c): the way of
+ * anything sandbox_inject.c's fast path does not take, and the errors. */
+int sandbox_inject_message(lua_State *L);
+/* Empties the scratch message and stamps it with the record's origin. */
+void sandbox_inject_start(sandbox *sb);
+/* Stamps an unset Timestamp and moves the scratch message into the batch;
+ * false when memory is exhausted. */
+bool sandbox_inject_finish(sandbox *sb);
+/* Timestamps and INTEGER values: int64, and doubles past +-2^63 do not
+ * convert. */
+static inline bool sandbox_fits_int64(double n)
+{
+  return n > -9.2233720368547758e18 && n < 9.2233720368547758e18;
+}
+/* sandbox_inject.c: defines inject_message for decoders. */
+int sandbox_inject_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* sandbox_view.c: defines read_message and read_next_field for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* Counts n bytes against the output limit; raises a Lua error past it. */

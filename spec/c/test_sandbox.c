@@ -316,6 +316,8 @@ static const char runaway_src[] =
   "  if rec == 'err' then error('boom') end\n"
   "  if rec == 'fine' then inject_message({Payload = rec}) end\n"
   "  if rec == 'wide' then local t = {} for i = 1, 2e5 do t[i] = i end inject_message({Fields = {n = t}}) end\n"
+  "  if rec == 'many' then for i = 1, 100 do inject_message({Payload = string.rep('z', 922),\n"
+  "    Severity = 1, Fields = {f = 'abc', n = 1, b = true}}) end end\n"
   "end\n";
 
 static void test_cpu_limit(void)
@@ -383,6 +385,13 @@ static void test_memory_and_output_limits(void)
   expect_stopped(sb, "err", SANDBOX_LIMIT_NONE, "mem.lua:15: boom");
   expect_stopped(sb, "wide", SANDBOX_LIMIT_OUTPUT,
                  "output limit exceeded: limit 65536 bytes, emitted 1600065");
+  /* Messages of scalars, which inject_message's fast path builds, count
+   * as the C walk counts them: 64 + 922 + 8 + (1 + 8 + 3) + 2 * (1 + 8) =
+   * 1024 bytes each, so 64 fill the limit and the 65th passes it with the
+   * 64 bytes every message counts first. */
+  expect_stopped(sb, "many", SANDBOX_LIMIT_OUTPUT,
+                 "output limit exceeded: limit 65536 bytes, emitted 65600");
+  CHECK_CONTAINS(last_log, "mem.lua:18");
   sandbox_destroy(sb);
 }
 
