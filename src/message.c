@@ -105,10 +105,13 @@ const msg_field *msg_find_field(const msg *m, const char *name,
   return NULL;
 }
 
+/* Names mostly differ in their first byte: compared before memcmp. */
 static bool name_before(const msg *m, const msg_field *a, const msg_field *b)
 {
   size_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
-  int c = memcmp(msg_str(m, a->name), msg_str(m, b->name), n);
+  const unsigned char *x = (const unsigned char *)msg_str(m, a->name);
+  const unsigned char *y = (const unsigned char *)msg_str(m, b->name);
+  int c = n == 0 ? 0 : x[0] != y[0] ? x[0] - y[0] : memcmp(x, y, n);
 
   return c < 0 || (c == 0 && a->name.len < b->name.len);
 }
@@ -130,23 +133,28 @@ const char *msg_header_name(msg_header h)
   return h < MSG_H_COUNT ? header_names[h] : NULL;
 }
 
+msg_header msg_header_candidate(const char *name, size_t len)
+{
+  switch (len) {
+  case 3: return MSG_H_PID;
+  case 4: return name[0] == 'T' ? MSG_H_TYPE : MSG_H_UUID;
+  case 6: return MSG_H_LOGGER;
+  case 7: return MSG_H_PAYLOAD;
+  case 8: return name[0] == 'S' ? MSG_H_SEVERITY : MSG_H_HOSTNAME;
+  case 9: return MSG_H_TIMESTAMP;
+  case 10: return MSG_H_ENV_VERSION;
+  default: return MSG_H_COUNT;
+  }
+}
+
 /* Called for every key a decoder injects and every read_message, so the
  * length and first letter pick the one candidate to compare. */
 msg_header msg_header_by_name(const char *name, size_t len)
 {
-  msg_header h;
+  msg_header h = msg_header_candidate(name, len);
 
-  switch (len) {
-  case 3: h = MSG_H_PID; break;
-  case 4: h = name[0] == 'T' ? MSG_H_TYPE : MSG_H_UUID; break;
-  case 6: h = MSG_H_LOGGER; break;
-  case 7: h = MSG_H_PAYLOAD; break;
-  case 8: h = name[0] == 'S' ? MSG_H_SEVERITY : MSG_H_HOSTNAME; break;
-  case 9: h = MSG_H_TIMESTAMP; break;
-  case 10: h = MSG_H_ENV_VERSION; break;
-  default: return MSG_H_COUNT;
-  }
-  return memcmp(header_names[h], name, len) == 0 ? h : MSG_H_COUNT;
+  return h != MSG_H_COUNT && memcmp(header_names[h], name, len) == 0
+           ? h : MSG_H_COUNT;
 }
 
 msg_span *msg_header_span(msg *m, msg_header h)

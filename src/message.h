@@ -139,6 +139,9 @@ msg_span *msg_header_span(msg *m, msg_header h);
  * msg_header_by_name returns MSG_H_COUNT for an unknown name. */
 const char *msg_header_name(msg_header h);
 msg_header msg_header_by_name(const char *name, size_t len);
+/* The one header a name of this length and first letter could be (without
+ * comparing the rest), or MSG_H_COUNT. */
+msg_header msg_header_candidate(const char *name, size_t len);
 
 /* A reusable list of messages: what one decoder call produced. Messages
  * past `len` keep their memory for the next call. */

@@ -3,11 +3,11 @@
  * inject_message (decoders) and inject_payload (encoders).
  * sandbox/README.md is the user-facing contract.
  *
- * inject_message (sandbox_inject_message here, where sandbox_inject.c's
- * Lua fast path hands over anything but plain scalars, and every error)
- * converts the script's table into a C message apart and moves it into the
- * call's batch once whole, so an error halfway (caught by the script or
- * not) leaves the batch as it was. Every read of the table is
+ * inject_message converts the script's table into a C message apart and
+ * moves it into the call's batch once whole, so an error halfway (caught by
+ * the script or not) leaves the batch as it was. sandbox_inject.c's fast
+ * path does that for tables of plain scalars; what it does not take, and
+ * every error, is done here through the Lua API. Every read of the table is
  * raw: no metamethod of the script's runs during the conversion, so nothing
  * can call back into it. Each message costs MSG_INJECT_COST bytes of the
  * output limit on top of its contents, so a loop of inject_message({}) ends
@@ -318,12 +318,13 @@ bool sandbox_inject_finish(sandbox *sb)
   return msg_batch_push(sb->batch, m);
 }
 
-int sandbox_inject_message(lua_State *L)
+static int api_inject_message(lua_State *L)
 {
   sandbox *sb = sandbox_of(L);
   msg *m = &sb->scratch;
 
   if (!sb->batch) return luaL_error(L, "inject_message: only decoders inject messages");
+  if (sandbox_inject_fast(L, sb)) return 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   sandbox_count_output(L, sb, MSG_INJECT_COST);
@@ -384,7 +385,9 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
 {
   lua_register(L, "read_config", api_read_config);
   if (sb->kind == SANDBOX_DECODER) {
-    return sandbox_inject_open(L, sb, err, errlen);
+    lua_register(L, "inject_message", api_inject_message);
+    sandbox_inject_names(L, sb);
+    return 0;
   }
   lua_register(L, "inject_payload", api_inject_payload);
   lua_register(L, "inject_message_json", api_inject_message_json);

@@ -4,10 +4,9 @@
  * The state's globals table *is* the sandbox environment: there is no host
  * environment behind it to reach. We open only the safe standard libraries
  * and then take out what could escape or crash the process:
- * - io, package, debug: never opened; ffi: opened only for our own chunks
- *   (sandbox_view.c, sandbox_inject.c), which keep it in their upvalues;
- *   jit: opened (it switches the JIT compiler on and sets maxmcode) and
- *   then removed from the globals;
+ * - io, package, debug: never opened; ffi: opened only for encoders, by
+ *   sandbox_view.c, and kept in its upvalues; jit: opened (it switches the
+ *   JIT compiler on and sets maxmcode) and then removed from the globals;
  * - os: only time, clock and date are kept;
  * - string.dump (also reachable through the shared string metatable, whose
  *   __index is the string table), newproxy (finalizers run outside any
@@ -360,14 +359,6 @@ static int open_env(lua_State *L)
     lua_error(L);
   lua_call(L, 0, 0);
   return 0;
-}
-
-void sandbox_push_ffi_chunk(lua_State *L, const char *source, size_t len,
-                            const char *name)
-{
-  if (luaL_loadbufferx(L, source, len, name, "t") != 0) lua_error(L);
-  lua_pushcfunction(L, luaopen_ffi);
-  lua_call(L, 0, 1);
 }
 
 int sandbox_cpcall(lua_State *L, lua_CFunction fn, void *ud, const char *what,

@@ -49,7 +49,7 @@ struct sandbox {
   const msg_origin *origin; /* decoder: the record; encoder: the message's */
   msg_batch *batch;         /* decoder output */
   msg scratch;              /* inject_message builds a message here */
-  size_t inject_pending;    /* what the message built counts, once whole */
+  const char *inject_names[MSG_H_COUNT + 1]; /* headers, "Fields": interned */
   const msg *current;       /* encoder input */
   uint32_t field_iter;      /* read_next_field position */
   buf *out;                 /* encoder output */
@@ -84,12 +84,6 @@ int sandbox_cpcall(lua_State *L, lua_CFunction fn, void *ud, const char *what,
 char *sandbox_read_file(const char *path, size_t max, size_t *len, char *err,
                         size_t errlen);
 
-/* Loads a trusted chunk of ours (source text) and pushes it, then the FFI
- * library, its first argument: the chunk keeps the FFI in upvalues, out of
- * the plugin's reach. Raises on error; for protected calls. */
-void sandbox_push_ffi_chunk(lua_State *L, const char *source, size_t len,
-                            const char *name);
-
 /* sandbox_api.c: registers read_config, inject_message, ... */
 int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* What one injected message counts against the output limit, whatever its
@@ -98,9 +92,6 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
  * name's length, 8 bytes a value and its strings' lengths. */
 #define MSG_INJECT_COST 64
 
-/* inject_message in C, each step checked (sandbox_api.c): the way of
- * anything sandbox_inject.c's fast path does not take, and the errors. */
-int sandbox_inject_message(lua_State *L);
 /* Empties the scratch message and stamps it with the record's origin. */
 void sandbox_inject_start(sandbox *sb);
 /* Stamps an unset Timestamp and moves the scratch message into the batch;
@@ -112,8 +103,13 @@ static inline bool sandbox_fits_int64(double n)
 {
   return n > -9.2233720368547758e18 && n < 9.2233720368547758e18;
 }
-/* sandbox_inject.c: defines inject_message for decoders. */
-int sandbox_inject_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
+/* sandbox_inject.c: inject_message's fast path. sandbox_inject_names keeps
+ * the header names' strings for it (raises on memory errors);
+ * sandbox_inject_fast builds the message of the table at stack index 1 and
+ * pushes it into the batch, or returns false having changed nothing the
+ * slow path sees, for it to do it all. */
+void sandbox_inject_names(lua_State *L, sandbox *sb);
+bool sandbox_inject_fast(lua_State *L, sandbox *sb);
 /* sandbox_view.c: defines read_message and read_next_field for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* Counts n bytes against the output limit; raises a Lua error past it. */

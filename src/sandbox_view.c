@@ -18,6 +18,9 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <lauxlib.h>
+#include <lualib.h>
+
 #include "sandbox_internal.h"
 
 static const char view_source[] =
@@ -202,8 +205,11 @@ static int open_view(lua_State *L)
 {
   sandbox *sb = lua_touserdata(L, 1);
 
-  sandbox_push_ffi_chunk(L, view_source, sizeof view_source - 1,
-                         "=message view");
+  if (luaL_loadbufferx(L, view_source, sizeof view_source - 1,
+                       "=message view", "t") != 0)
+    lua_error(L);
+  lua_pushcfunction(L, luaopen_ffi);
+  lua_call(L, 0, 1);
   lua_pushlightuserdata(L, (void *)&sb->current);
   lua_pushlightuserdata(L, &sb->field_iter);
   push_layout(L);
