@@ -40,16 +40,27 @@ static void check_mem(lua_State *L, bool ok)
   if (!ok) luaL_error(L, "inject_message: out of memory");
 }
 
+/* The text of a string or of a record span (sandbox_span.c) at idx; NULL
+ * for any other value. */
+static const char *text_at(lua_State *L, sandbox *sb, int idx,
+                           const char *name, size_t *len)
+{
+  const char *s = NULL;
+
+  if (lua_type(L, idx) == LUA_TSTRING) s = lua_tolstring(L, idx, len);
+  else if (sandbox_is_span(L, sb, idx)) sandbox_span_get(L, sb, idx, name, &s, len);
+  return s;
+}
+
 static void store_header_string(lua_State *L, sandbox *sb, msg *m,
                                 msg_span *span, const char *key)
 {
   size_t len;
-  const char *s;
+  const char *s = text_at(L, sb, -1, key, &len);
 
-  if (lua_type(L, -1) != LUA_TSTRING)
+  if (!s)
     luaL_error(L, "inject_message: %s must be a string, not a %s", key,
                luaL_typename(L, -1));
-  s = lua_tolstring(L, -1, &len);
   sandbox_count_output(L, sb, len);
   check_mem(L, msg_store(m, s, len, span));
 }
@@ -109,13 +120,15 @@ bad:
   luaL_error(L, "inject_message: Uuid must be 16 bytes or 36 characters");
 }
 
-static msg_value_type value_type_of(lua_State *L, int idx, const char *name)
+static msg_value_type value_type_of(lua_State *L, sandbox *sb, int idx,
+                                    const char *name)
 {
   switch (lua_type(L, idx)) {
   case LUA_TSTRING: return MSG_STRING;
   case LUA_TNUMBER: return MSG_DOUBLE;
   case LUA_TBOOLEAN: return MSG_BOOL;
   default:
+    if (sandbox_is_span(L, sb, idx)) return MSG_STRING;
     luaL_error(L, "inject_message: field '%s' has a %s value", name,
                luaL_typename(L, idx));
     return MSG_STRING;
@@ -131,10 +144,9 @@ static void set_value(lua_State *L, sandbox *sb, msg *m, msg_value_type type,
   case MSG_STRING:
   case MSG_BYTES: {
     size_t len;
-    const char *s;
+    const char *s = text_at(L, sb, idx, name, &len);
     msg_span span;
-    if (lua_type(L, idx) != LUA_TSTRING) goto mismatch;
-    s = lua_tolstring(L, idx, &len);
+    if (!s) goto mismatch;
     sandbox_count_output(L, sb, len);
     check_mem(L, msg_store(m, s, len, &span));
     v->s = span;
@@ -181,7 +193,7 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
   msg_field *f;
 
   sandbox_count_output(L, sb, name_len);
-  if (lua_type(L, top) == LUA_TTABLE) {
+  if (lua_type(L, top) == LUA_TTABLE && !sandbox_is_span(L, sb, top)) {
     raw_field(L, top, "value");
     if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
@@ -201,16 +213,16 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
       if (lua_type(L, -1) == LUA_TSTRING) rep = lua_tolstring(L, -1, &rep_len);
     }
   }
-  array = lua_type(L, val) == LUA_TTABLE;
+  array = lua_type(L, val) == LUA_TTABLE && !sandbox_is_span(L, sb, val);
   if (array) {
     count = (uint32_t)lua_objlen(L, val);
     if (count == 0)
       luaL_error(L, "inject_message: field '%s' is an empty array", name);
     lua_rawgeti(L, val, 1);
-    if (!typed) type = value_type_of(L, -1, name);
+    if (!typed) type = value_type_of(L, sb, -1, name);
     lua_pop(L, 1);
   } else if (!typed) {
-    type = value_type_of(L, val, name);
+    type = value_type_of(L, sb, val, name);
   }
   /* 8 bytes a value, counted before the values are allocated; strings
    * count their length on top as they are stored. */
@@ -387,6 +399,7 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
   if (sb->kind == SANDBOX_DECODER) {
     lua_register(L, "inject_message", api_inject_message);
     sandbox_inject_names(L, sb);
+    sandbox_span_open(L, sb);
     return 0;
   }
   lua_register(L, "inject_payload", api_inject_payload);

@@ -12,7 +12,8 @@
  * that text is.
  *
  * What it takes: string headers, number headers (Timestamp, Severity, Pid)
- * and Fields whose values are strings, numbers or booleans. Anything else
+ * and Fields whose values are strings, numbers or booleans; strings may be
+ * record spans (sandbox_span.c). Anything else
  * (an array, a typed field, a Uuid, a wrong type, a key that is not a
  * string, an unknown key, a number out of range, the output limit passed,
  * memory refused) makes it give up, and sandbox_api.c's walk through the Lua
@@ -70,15 +71,40 @@ static bool array_empty(const GCtab *t)
   return true;
 }
 
-static bool add_field(msg *m, cTValue *key, cTValue *value, size_t *count)
+/* A string, or a record span (sandbox_span.c) whose positions are in the
+ * record: its text. */
+static bool text_of(const sandbox *sb, cTValue *value, const char **s,
+                    size_t *len)
+{
+  GCtab *t;
+  cTValue *positions;
+
+  if (tvisstr(value)) {
+    *s = strVdata(value);
+    *len = strV(value)->len;
+    return true;
+  }
+  if (!tvistab(value)) return false;
+  t = tabV(value);
+  positions = tvref(t->array);
+  return (const void *)tabref(t->metatable) == sb->span_mt && t->asize > 2 &&
+         tvisnumber(&positions[1]) && tvisnumber(&positions[2]) &&
+         sandbox_span_text(sb, numberVnum(&positions[1]),
+                           numberVnum(&positions[2]), s, len);
+}
+
+static bool add_field(const sandbox *sb, msg *m, cTValue *key,
+                      cTValue *value, size_t *count)
 {
   GCstr *name = strV(key);
-  msg_value_type type = tvisstr(value) ? MSG_STRING
-                      : tvisnumber(value) ? MSG_DOUBLE : MSG_BOOL;
+  const char *s = NULL;
+  size_t len = 0;
+  msg_value_type type = tvisnumber(value) ? MSG_DOUBLE
+                      : tvisbool(value) ? MSG_BOOL : MSG_STRING;
   msg_field *f;
   msg_value *v;
 
-  if (!tvisstr(value) && !tvisnumber(value) && !tvisbool(value)) return false;
+  if (type == MSG_STRING && !text_of(sb, value, &s, &len)) return false;
   f = msg_add_field(m, strdata(name), name->len, type, 1);
   if (!f) return false;
   v = msg_field_values(m, f);
@@ -88,13 +114,14 @@ static bool add_field(msg *m, cTValue *key, cTValue *value, size_t *count)
   } else if (type == MSG_BOOL) {
     v->b = boolV(value);
   } else {
-    *count += strV(value)->len;
-    return msg_store(m, strVdata(value), strV(value)->len, &v->s);
+    *count += len;
+    return msg_store(m, s, len, &v->s);
   }
   return true;
 }
 
-static bool add_fields(msg *m, cTValue *value, size_t *count)
+static bool add_fields(const sandbox *sb, msg *m, cTValue *value,
+                       size_t *count)
 {
   uint32_t from = m->nfields;
   GCtab *t;
@@ -107,7 +134,7 @@ static bool add_fields(msg *m, cTValue *value, size_t *count)
   for (uint32_t i = 0; i <= t->hmask; i++) {
     if (tvisnil(&node[i].val)) continue;
     if (!tvisstr(&node[i].key) ||
-        !add_field(m, &node[i].key, &node[i].val, count))
+        !add_field(sb, m, &node[i].key, &node[i].val, count))
       return false;
   }
   msg_sort_fields(m, from);
@@ -132,6 +159,8 @@ static bool set_header(sandbox *sb, msg *m, cTValue *key, cTValue *value,
                        size_t *count)
 {
   int h = header_of(sb, key);
+  const char *s;
+  size_t len;
 
   switch (h) {
   case MSG_H_TIMESTAMP:
@@ -144,12 +173,11 @@ static bool set_header(sandbox *sb, msg *m, cTValue *key, cTValue *value,
   case MSG_H_PAYLOAD:
   case MSG_H_ENV_VERSION:
   case MSG_H_HOSTNAME:
-    if (!tvisstr(value)) return false;
-    *count += strV(value)->len;
-    return msg_store(m, strVdata(value), strV(value)->len,
-                     msg_header_span(m, (msg_header)h));
+    if (!text_of(sb, value, &s, &len)) return false;
+    *count += len;
+    return msg_store(m, s, len, msg_header_span(m, (msg_header)h));
   case FIELDS_NAME:
-    return add_fields(m, value, count);
+    return add_fields(sb, m, value, count);
   default:
     return false;
   }

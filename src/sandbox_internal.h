@@ -50,6 +50,7 @@ struct sandbox {
   msg_batch *batch;         /* decoder output */
   msg scratch;              /* inject_message builds a message here */
   const char *inject_names[MSG_H_COUNT + 1]; /* headers, "Fields": interned */
+  const void *span_mt;      /* the metatable of record spans */
   const msg *current;       /* encoder input */
   uint32_t field_iter;      /* read_next_field position */
   buf *out;                 /* encoder output */
@@ -110,6 +111,18 @@ static inline bool sandbox_fits_int64(double n)
  * slow path sees, for it to do it all. */
 void sandbox_inject_names(lua_State *L, sandbox *sb);
 bool sandbox_inject_fast(lua_State *L, sandbox *sb);
+/* sandbox_span.c: record spans. sandbox_span_open defines record_span and
+ * the spans' metatable (raises on memory errors). sandbox_span_text gives
+ * the bytes of the current record from position `from` to before `to`, or
+ * false when those are not whole positions within it. sandbox_is_span says
+ * whether the value at idx is a span; sandbox_span_get gives its text, or
+ * raises an error naming the header or field `name`. */
+void sandbox_span_open(lua_State *L, sandbox *sb);
+bool sandbox_span_text(const sandbox *sb, double from, double to,
+                       const char **s, size_t *len);
+bool sandbox_is_span(lua_State *L, const sandbox *sb, int idx);
+void sandbox_span_get(lua_State *L, const sandbox *sb, int idx,
+                      const char *name, const char **s, size_t *len);
 /* sandbox_view.c: defines read_message and read_next_field for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* Counts n bytes against the output limit; raises a Lua error past it. */
