@@ -163,15 +163,17 @@ static void put_number(buf *b, double x)
 {
   char text[SCALAR_MAX];
 
-  if (isnan(x) || isinf(x)) {
-    PUT_LITERAL(b, "null");
-  } else if (x == floor(x) && x > -0x1p63 && x < 0x1p63) {
-    long long i = (long long)x;
+  /* In range first: converting NaN or a double past 2^63 is undefined. */
+  long long i = x > -0x1p63 && x < 0x1p63 ? (long long)x : 0;
+
+  if ((double)i == x) {
     char *end = text + sizeof text;
     char *start = digits(end, i < 0 ? 0ULL - (unsigned long long)i
                                     : (unsigned long long)i);
     if (i < 0) *--start = '-';
     put(b, start, (size_t)(end - start));
+  } else if (isnan(x) || isinf(x)) {
+    PUT_LITERAL(b, "null");
   } else {
     if (snprintf(text, sizeof text, "%.14g", x), strtod(text, NULL) != x)
       snprintf(text, sizeof text, "%.17g", x);
