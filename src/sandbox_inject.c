@@ -87,7 +87,7 @@ static bool text_of(const sandbox *sb, cTValue *value, const char **s,
   if (!tvistab(value)) return false;
   t = tabV(value);
   positions = tvref(t->array);
-  return (const void *)tabref(t->metatable) == sb->span_mt && t->asize > 2 &&
+  return (const void *)gcref(t->metatable) == sb->span_mt && t->asize > 2 &&
          tvisnumber(&positions[1]) && tvisnumber(&positions[2]) &&
          sandbox_span_text(sb, numberVnum(&positions[1]),
                            numberVnum(&positions[2]), s, len);
