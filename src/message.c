@@ -58,7 +58,7 @@ static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
   return true;
 }
 
-bool msg_store(msg *m, const void *bytes, size_t len, msg_span *out)
+bool msg_store_growing(msg *m, const void *bytes, size_t len, msg_span *out)
 {
   uint64_t need = (uint64_t)m->arena_len + len;
 
@@ -83,12 +83,11 @@ msg_field *msg_add_field(msg *m, const char *name, size_t name_len,
       !msg_store(m, name, name_len, &sname))
     return NULL;
   f = &m->fields[m->nfields++];
-  memset(f, 0, sizeof *f);
-  f->name = sname;
-  f->type = type;
-  f->first = m->nvalues;
-  f->count = count;
-  memset(m->values + m->nvalues, 0, count * sizeof *m->values);
+  *f = (msg_field){.name = sname, .type = type, .first = m->nvalues,
+                   .count = count};
+  /* Element by element: most fields have one value, and a memset of a
+   * variable size is a library call. */
+  for (uint32_t i = 0; i < count; i++) m->values[m->nvalues + i] = (msg_value){.i = 0};
   m->nvalues += count;
   return f;
 }

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Heka's value types, numbered as in Heka's message.proto. */
 typedef enum {
@@ -103,8 +104,21 @@ void msg_free(msg *m);
 void msg_reset(msg *m);
 
 /* Copies bytes into the arena; returns false only when memory is exhausted
- * or the message would exceed 4 GiB. */
-bool msg_store(msg *m, const void *bytes, size_t len, msg_span *out);
+ * or the message would exceed 4 GiB. Inline: a decoder's message stores a
+ * dozen short strings, mostly into room the arena has; msg_store_growing
+ * is its way once the arena is full. */
+bool msg_store_growing(msg *m, const void *bytes, size_t len, msg_span *out);
+static inline bool msg_store(msg *m, const void *bytes, size_t len,
+                             msg_span *out)
+{
+  if (len > (size_t)(m->arena_cap - m->arena_len))
+    return msg_store_growing(m, bytes, len, out);
+  if (len) memcpy(m->arena + m->arena_len, bytes, len);
+  out->off = m->arena_len;
+  out->len = (uint32_t)len;
+  m->arena_len += (uint32_t)len;
+  return true;
+}
 
 static inline const char *msg_str(const msg *m, msg_span s)
 {
