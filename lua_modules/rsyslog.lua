@@ -126,26 +126,36 @@ local rest = P(1)^0
 -- Everything but one final newline (spans, so as fast as `rest`).
 local rest_but_final_newline = (1 - P"\n")^0 * (P"\n" * #P(1) * (1 - P"\n")^0)^0
 
+-- The capture of a value written as is: its text, or with the spans option
+-- its start and end positions (two captures), for a record span.
+local function as_is(context, pattern)
+  if context.spans then return Cp() * pattern * Cp() end
+  return C(pattern)
+end
+
 local function text_value(element, context)
   if context.options.json then return json_string.unescaped end
-  if context.literal then return C(until_literal(context.literal)) end
+  if context.literal then return as_is(context, until_literal(context.literal)) end
   if context.at_end then
     -- The template's final newline ends the record; drop-last-lf only says
     -- the writer took one off, so any newline left is the msg's own.
-    if context.ends_with_newline then return C(rest_but_final_newline) end
-    return C(rest)
+    if context.ends_with_newline then return as_is(context, rest_but_final_newline) end
+    return as_is(context, rest)
   end
   build_error(element, "free text must be followed by constant text or end the template")
 end
 
 local function word_value(context)
   local stops = " \t" .. (context.literal and context.literal:sub(1, 1) or "")
-  return C((1 - S(stops))^1)
+  return as_is(context, (1 - S(stops))^1)
 end
 
--- "-" (NILVALUE) followed by what comes next in the template: captured as nil.
-local function nil_value(context)
-  return syslog.nil_value * #(context.following + S" \t") * Cc(nil)
+-- "-" (NILVALUE) followed by what comes next in the template: captured as nil
+-- (as two nils where the value would be two positions).
+local function nil_value(context, spans)
+  local value = syslog.nil_value * #(context.following + S" \t") * Cc(nil)
+  if spans then return value * Cc(nil) end
+  return value
 end
 
 local converters = {
@@ -169,19 +179,22 @@ end
 -- and a function from the Lua expression holding that value to the fields it
 -- makes, as a list of { field name, Lua expression }. Tables and converters
 -- the expressions use are registered with context.lookup(name, value),
--- which returns the name to use in them.
+-- which returns the name to use in them. A kind whose value is a record
+-- span (the spans option) captures two positions instead, and returns
+-- true third.
 local function one_field(field)
   return function(v) return { { field, v } } end
 end
 
 local kind_patterns = {
   text = function(element, spec, context)
-    return text_value(element, context), one_field(spec.field)
+    local spans = context.spans and not context.options.json
+    return text_value(element, context), one_field(spec.field), spans
   end,
   word = function(element, spec, context)
     local value = word_value(context)
-    if spec.nil_value then value = nil_value(context) + value end
-    return value, one_field(spec.field)
+    if spec.nil_value then value = nil_value(context, context.spans) + value end
+    return value, one_field(spec.field), context.spans
   end,
   tag = function(element, spec, context)
     local programname_of = context.lookup("programname_of_tag",
@@ -259,7 +272,8 @@ local function option_set(element, spec)
   return set
 end
 
--- The element's pattern and its fields_of function (nil when it captures nothing).
+-- The element's pattern, its fields_of function (nil when it captures
+-- nothing) and whether its value is a record span.
 local function element_pattern(element, context)
   if element.kind == "constant" then return P(element.text) end
   local spec = property_spec(element)
@@ -288,7 +302,8 @@ function rsyslog.template_text(name_or_template)
 end
 
 -- Writes the two assemblers, functions of the match's captures (its start
--- position, then one value per capturing element) that put the values in
+-- position, then one value per capturing element, or two positions for a
+-- span: vN and wN, its value then span_N(vN, wN)) that put the values in
 -- tables. For W3's template, with v1..v5 the pri, timestamp, hostname, tag
 -- and msg texts:
 --   assemble = function(position, v1, v2, v3, v4, v5)
@@ -305,9 +320,14 @@ end
 -- LuaJIT: LPeg's own table captures cost twice as much per line.
 local function write_assemblers(fields_of_values, lookups, header_of)
   local parameters, fields = { "position" }, {}
-  for i, fields_of in ipairs(fields_of_values) do
-    parameters[i + 1] = "v" .. i
-    for _, field in ipairs(fields_of("v" .. i)) do fields[#fields + 1] = field end
+  for i, value in ipairs(fields_of_values) do
+    local v = "v" .. i
+    parameters[#parameters + 1] = v
+    if value.span then
+      parameters[#parameters + 1] = "w" .. i
+      v = format("%s(v%d, w%d)", value.span, i, i)
+    end
+    for _, field in ipairs(value.fields_of(v)) do fields[#fields + 1] = field end
   end
   local entries, stores, produces = {}, {}, {}
   for i, field in ipairs(fields) do
@@ -342,6 +362,16 @@ return assemble, assemble_into]], parameter_list, table.concat(entries, ",\n    
   return assemble, assemble_into, produces
 end
 
+-- The function an assembler calls with a span's positions: sets them in
+-- the span and returns it, or nil for nil positions (a NILVALUE).
+local function span_setter(span)
+  return function(from, to)
+    if from == nil then return nil end
+    span[1], span[2] = from, to
+    return span
+  end
+end
+
 -- Compiles a template into:
 --   pattern        LPeg pattern capturing the start position and raw values
 --   assemble       function(pattern's captures) -> a new fields table, or nil
@@ -353,6 +383,10 @@ end
 --                  ({ msg = "Payload" }): for hot paths that reuse tables
 --   produces       set of the field names the template makes
 --   steps          the template's elements and patterns, for diagnostics
+-- With options.spans, a function making a record span (the sandbox's
+-- record_span), values written as is (text and words, not json) are spans
+-- of the line, one per element, reused for every line, instead of strings:
+-- no string is made for them.
 function rsyslog.compile(template_or_name, options)
   options = options or {}
   local elements = template.parse(rsyslog.template_text(template_or_name))
@@ -380,7 +414,7 @@ function rsyslog.compile(template_or_name, options)
   for i, element in ipairs(elements) do
     local after = elements[i + 1]
     local literal = after and after.kind == "constant" and after.text or nil
-    local pattern, fields_of = element_pattern(element, {
+    local pattern, fields_of, span = element_pattern(element, {
       literal = literal,
       at_end = after == nil,
       following = literal and P(literal) or (after and P(true) or record_end),
@@ -388,8 +422,14 @@ function rsyslog.compile(template_or_name, options)
       zone = zone, now = options.now,
       permit_slash = options.permit_slash_in_programname and true or false,
       lookup = lookup,
+      spans = options.spans ~= nil,
     })
-    fields_of_values[#fields_of_values + 1] = fields_of
+    if fields_of then
+      fields_of_values[#fields_of_values + 1] = {
+        fields_of = fields_of,
+        span = span and lookup("span_" .. i, span_setter(options.spans())),
+      }
+    end
     steps[#steps + 1] = { pattern = pattern, label = label(element), position = element.position }
     sequence = sequence * pattern
   end

@@ -58,7 +58,7 @@ static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
   return true;
 }
 
-bool msg_store(msg *m, const void *bytes, size_t len, msg_span *out)
+bool msg_store_growing(msg *m, const void *bytes, size_t len, msg_span *out)
 {
   uint64_t need = (uint64_t)m->arena_len + len;
 
@@ -83,12 +83,11 @@ msg_field *msg_add_field(msg *m, const char *name, size_t name_len,
       !msg_store(m, name, name_len, &sname))
     return NULL;
   f = &m->fields[m->nfields++];
-  memset(f, 0, sizeof *f);
-  f->name = sname;
-  f->type = type;
-  f->first = m->nvalues;
-  f->count = count;
-  memset(m->values + m->nvalues, 0, count * sizeof *m->values);
+  *f = (msg_field){.name = sname, .type = type, .first = m->nvalues,
+                   .count = count};
+  /* Element by element: most fields have one value, and a memset of a
+   * variable size is a library call. */
+  for (uint32_t i = 0; i < count; i++) m->values[m->nvalues + i] = (msg_value){.i = 0};
   m->nvalues += count;
   return f;
 }
@@ -105,28 +104,68 @@ const msg_field *msg_find_field(const msg *m, const char *name,
   return NULL;
 }
 
+/* Names mostly differ in their first byte: compared before memcmp. */
+static bool name_before(const msg *m, const msg_field *a, const msg_field *b)
+{
+  size_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
+  const unsigned char *x = (const unsigned char *)msg_str(m, a->name);
+  const unsigned char *y = (const unsigned char *)msg_str(m, b->name);
+  int c = n == 0 ? 0 : x[0] != y[0] ? x[0] - y[0] : memcmp(x, y, n);
+
+  return c < 0 || (c == 0 && a->name.len < b->name.len);
+}
+
+/* Insertion sort: a message has a handful of fields. */
+void msg_sort_fields(msg *m, uint32_t from)
+{
+  for (uint32_t i = from + 1; i < m->nfields; i++) {
+    msg_field f = m->fields[i];
+    uint32_t j = i;
+    for (; j > from && name_before(m, &f, &m->fields[j - 1]); j--)
+      m->fields[j] = m->fields[j - 1];
+    m->fields[j] = f;
+  }
+}
+
 const char *msg_header_name(msg_header h)
 {
   return h < MSG_H_COUNT ? header_names[h] : NULL;
+}
+
+msg_header msg_header_candidate(const char *name, size_t len)
+{
+  switch (len) {
+  case 3: return MSG_H_PID;
+  case 4: return name[0] == 'T' ? MSG_H_TYPE : MSG_H_UUID;
+  case 6: return MSG_H_LOGGER;
+  case 7: return MSG_H_PAYLOAD;
+  case 8: return name[0] == 'S' ? MSG_H_SEVERITY : MSG_H_HOSTNAME;
+  case 9: return MSG_H_TIMESTAMP;
+  case 10: return MSG_H_ENV_VERSION;
+  default: return MSG_H_COUNT;
+  }
 }
 
 /* Called for every key a decoder injects and every read_message, so the
  * length and first letter pick the one candidate to compare. */
 msg_header msg_header_by_name(const char *name, size_t len)
 {
-  msg_header h;
+  msg_header h = msg_header_candidate(name, len);
 
-  switch (len) {
-  case 3: h = MSG_H_PID; break;
-  case 4: h = name[0] == 'T' ? MSG_H_TYPE : MSG_H_UUID; break;
-  case 6: h = MSG_H_LOGGER; break;
-  case 7: h = MSG_H_PAYLOAD; break;
-  case 8: h = name[0] == 'S' ? MSG_H_SEVERITY : MSG_H_HOSTNAME; break;
-  case 9: h = MSG_H_TIMESTAMP; break;
-  case 10: h = MSG_H_ENV_VERSION; break;
-  default: return MSG_H_COUNT;
+  return h != MSG_H_COUNT && memcmp(header_names[h], name, len) == 0
+           ? h : MSG_H_COUNT;
+}
+
+msg_span *msg_header_span(msg *m, msg_header h)
+{
+  switch (h) {
+  case MSG_H_TYPE: return &m->type;
+  case MSG_H_LOGGER: return &m->logger;
+  case MSG_H_PAYLOAD: return &m->payload;
+  case MSG_H_ENV_VERSION: return &m->env_version;
+  case MSG_H_HOSTNAME: return &m->hostname;
+  default: return NULL;
   }
-  return memcmp(header_names[h], name, len) == 0 ? h : MSG_H_COUNT;
 }
 
 static bool batch_grow(msg_batch *b)

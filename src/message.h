@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Heka's value types, numbered as in Heka's message.proto. */
 typedef enum {
@@ -103,8 +104,21 @@ void msg_free(msg *m);
 void msg_reset(msg *m);
 
 /* Copies bytes into the arena; returns false only when memory is exhausted
- * or the message would exceed 4 GiB. */
-bool msg_store(msg *m, const void *bytes, size_t len, msg_span *out);
+ * or the message would exceed 4 GiB. Inline: a decoder's message stores a
+ * dozen short strings, mostly into room the arena has; msg_store_growing
+ * is its way once the arena is full. */
+bool msg_store_growing(msg *m, const void *bytes, size_t len, msg_span *out);
+static inline bool msg_store(msg *m, const void *bytes, size_t len,
+                             msg_span *out)
+{
+  if (len > (size_t)(m->arena_cap - m->arena_len))
+    return msg_store_growing(m, bytes, len, out);
+  if (len) memcpy(m->arena + m->arena_len, bytes, len);
+  out->off = m->arena_len;
+  out->len = (uint32_t)len;
+  m->arena_len += (uint32_t)len;
+  return true;
+}
 
 static inline const char *msg_str(const msg *m, msg_span s)
 {
@@ -125,10 +139,23 @@ static inline msg_value *msg_field_values(const msg *m, const msg_field *f)
 const msg_field *msg_find_field(const msg *m, const char *name,
                                 size_t name_len, unsigned fi);
 
+/* Sorts the fields from `from` on by name (bytes, then length), keeping
+ * the order of equal names: a Lua table's order is its hash layout's, which
+ * LuaJIT seeds anew for each state, so the sandbox sorts what a table gave
+ * for encoders to write the same record the same way every run. */
+void msg_sort_fields(msg *m, uint32_t from);
+
+/* The span of a string header (Type, Logger, Payload, EnvVersion,
+ * Hostname); NULL for the others. */
+msg_span *msg_header_span(msg *m, msg_header h);
+
 /* Header names as Heka spells them ("Timestamp", "Payload", ...);
  * msg_header_by_name returns MSG_H_COUNT for an unknown name. */
 const char *msg_header_name(msg_header h);
 msg_header msg_header_by_name(const char *name, size_t len);
+/* The one header a name of this length and first letter could be (without
+ * comparing the rest), or MSG_H_COUNT. */
+msg_header msg_header_candidate(const char *name, size_t len);
 
 /* A reusable list of messages: what one decoder call produced. Messages
  * past `len` keep their memory for the next call. */

@@ -5,7 +5,9 @@
  *
  * inject_message converts the script's table into a C message apart and
  * moves it into the call's batch once whole, so an error halfway (caught by
- * the script or not) leaves the batch as it was. Every read of the table is
+ * the script or not) leaves the batch as it was. sandbox_inject.c's fast
+ * path does that for tables of plain scalars; what it does not take, and
+ * every error, is done here through the Lua API. Every read of the table is
  * raw: no metamethod of the script's runs during the conversion, so nothing
  * can call back into it. Each message costs MSG_INJECT_COST bytes of the
  * output limit on top of its contents, so a loop of inject_message({}) ends
@@ -21,10 +23,6 @@
 
 #include "json_message.h"
 #include "sandbox_internal.h"
-
-/* What one injected message counts against the output limit, whatever its
- * contents: about what the C side spends on an empty message. */
-#define MSG_INJECT_COST 64
 
 static int api_read_config(lua_State *L)
 {
@@ -42,16 +40,27 @@ static void check_mem(lua_State *L, bool ok)
   if (!ok) luaL_error(L, "inject_message: out of memory");
 }
 
+/* The text of a string or of a record span (sandbox_span.c) at idx; NULL
+ * for any other value. */
+static const char *text_at(lua_State *L, sandbox *sb, int idx,
+                           const char *name, size_t *len)
+{
+  const char *s = NULL;
+
+  if (lua_type(L, idx) == LUA_TSTRING) s = lua_tolstring(L, idx, len);
+  else if (sandbox_is_span(L, sb, idx)) sandbox_span_get(L, sb, idx, name, &s, len);
+  return s;
+}
+
 static void store_header_string(lua_State *L, sandbox *sb, msg *m,
                                 msg_span *span, const char *key)
 {
   size_t len;
-  const char *s;
+  const char *s = text_at(L, sb, -1, key, &len);
 
-  if (lua_type(L, -1) != LUA_TSTRING)
+  if (!s)
     luaL_error(L, "inject_message: %s must be a string, not a %s", key,
                luaL_typename(L, -1));
-  s = lua_tolstring(L, -1, &len);
   sandbox_count_output(L, sb, len);
   check_mem(L, msg_store(m, s, len, span));
 }
@@ -71,13 +80,6 @@ static int32_t header_int32(lua_State *L, const char *key)
   if (!(n >= INT32_MIN && n <= INT32_MAX))
     luaL_error(L, "inject_message: %s is out of range", key);
   return (int32_t)n;
-}
-
-/* Timestamps and INTEGER values: int64, and doubles past +-2^63 do not
- * convert. */
-static bool fits_int64(lua_Number n)
-{
-  return n > -9.2233720368547758e18 && n < 9.2233720368547758e18;
 }
 
 static int hexval(int c)
@@ -118,13 +120,15 @@ bad:
   luaL_error(L, "inject_message: Uuid must be 16 bytes or 36 characters");
 }
 
-static msg_value_type value_type_of(lua_State *L, int idx, const char *name)
+static msg_value_type value_type_of(lua_State *L, sandbox *sb, int idx,
+                                    const char *name)
 {
   switch (lua_type(L, idx)) {
   case LUA_TSTRING: return MSG_STRING;
   case LUA_TNUMBER: return MSG_DOUBLE;
   case LUA_TBOOLEAN: return MSG_BOOL;
   default:
+    if (sandbox_is_span(L, sb, idx)) return MSG_STRING;
     luaL_error(L, "inject_message: field '%s' has a %s value", name,
                luaL_typename(L, idx));
     return MSG_STRING;
@@ -140,10 +144,9 @@ static void set_value(lua_State *L, sandbox *sb, msg *m, msg_value_type type,
   case MSG_STRING:
   case MSG_BYTES: {
     size_t len;
-    const char *s;
+    const char *s = text_at(L, sb, idx, name, &len);
     msg_span span;
-    if (lua_type(L, idx) != LUA_TSTRING) goto mismatch;
-    s = lua_tolstring(L, idx, &len);
+    if (!s) goto mismatch;
     sandbox_count_output(L, sb, len);
     check_mem(L, msg_store(m, s, len, &span));
     v->s = span;
@@ -151,7 +154,7 @@ static void set_value(lua_State *L, sandbox *sb, msg *m, msg_value_type type,
   }
   case MSG_INTEGER:
     if (lua_type(L, idx) != LUA_TNUMBER) goto mismatch;
-    if (!fits_int64(lua_tonumber(L, idx)))
+    if (!sandbox_fits_int64(lua_tonumber(L, idx)))
       luaL_error(L, "inject_message: field '%s' is out of the integer range", name);
     v->i = (int64_t)lua_tonumber(L, idx);
     break;
@@ -190,7 +193,7 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
   msg_field *f;
 
   sandbox_count_output(L, sb, name_len);
-  if (lua_type(L, top) == LUA_TTABLE) {
+  if (lua_type(L, top) == LUA_TTABLE && !sandbox_is_span(L, sb, top)) {
     raw_field(L, top, "value");
     if (lua_isnil(L, -1)) {
       lua_pop(L, 1);
@@ -210,16 +213,16 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
       if (lua_type(L, -1) == LUA_TSTRING) rep = lua_tolstring(L, -1, &rep_len);
     }
   }
-  array = lua_type(L, val) == LUA_TTABLE;
+  array = lua_type(L, val) == LUA_TTABLE && !sandbox_is_span(L, sb, val);
   if (array) {
     count = (uint32_t)lua_objlen(L, val);
     if (count == 0)
       luaL_error(L, "inject_message: field '%s' is an empty array", name);
     lua_rawgeti(L, val, 1);
-    if (!typed) type = value_type_of(L, -1, name);
+    if (!typed) type = value_type_of(L, sb, -1, name);
     lua_pop(L, 1);
   } else if (!typed) {
-    type = value_type_of(L, val, name);
+    type = value_type_of(L, sb, val, name);
   }
   /* 8 bytes a value, counted before the values are allocated; strings
    * count their length on top as they are stored. */
@@ -243,29 +246,6 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
   lua_settop(L, top);
 }
 
-static bool name_before(const msg *m, const msg_field *a, const msg_field *b)
-{
-  size_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
-  int c = memcmp(msg_str(m, a->name), msg_str(m, b->name), n);
-
-  return c < 0 || (c == 0 && a->name.len < b->name.len);
-}
-
-/* A Lua table's order is its hash layout's, which LuaJIT seeds anew for
- * each state: fields go in name order instead, so that encoders write the
- * same record the same way every run. Insertion sort: a message has a
- * handful of fields. */
-static void sort_fields(msg *m, uint32_t from)
-{
-  for (uint32_t i = from + 1; i < m->nfields; i++) {
-    msg_field f = m->fields[i];
-    uint32_t j = i;
-    for (; j > from && name_before(m, &f, &m->fields[j - 1]); j--)
-      m->fields[j] = m->fields[j - 1];
-    m->fields[j] = f;
-  }
-}
-
 static void add_fields(lua_State *L, sandbox *sb, msg *m)
 {
   int t = lua_gettop(L);
@@ -284,17 +264,19 @@ static void add_fields(lua_State *L, sandbox *sb, msg *m)
     add_field(L, sb, m, name, len);
     lua_pop(L, 1);
   }
-  sort_fields(m, from);
+  msg_sort_fields(m, from);
 }
 
 /* One header key of the message table (value on top of the stack). */
 static void set_header(lua_State *L, sandbox *sb, msg *m, const char *key,
                        size_t len)
 {
-  switch (msg_header_by_name(key, len)) {
+  msg_header h = msg_header_by_name(key, len);
+
+  switch (h) {
   case MSG_H_TIMESTAMP: {
     lua_Number ns = header_number(L, "Timestamp");
-    if (!fits_int64(ns)) /* so never INT64_MIN, the "unset" mark */
+    if (!sandbox_fits_int64(ns)) /* so never INT64_MIN, the "unset" mark */
       luaL_error(L, "inject_message: Timestamp is out of range");
     m->timestamp = (int64_t)ns;
     break;
@@ -307,14 +289,12 @@ static void set_header(lua_State *L, sandbox *sb, msg *m, const char *key,
     m->pid = header_int32(L, "Pid");
     m->has_pid = true;
     break;
-  case MSG_H_TYPE: store_header_string(L, sb, m, &m->type, "Type"); return;
-  case MSG_H_LOGGER: store_header_string(L, sb, m, &m->logger, "Logger"); return;
-  case MSG_H_PAYLOAD: store_header_string(L, sb, m, &m->payload, "Payload"); return;
+  case MSG_H_TYPE:
+  case MSG_H_LOGGER:
+  case MSG_H_PAYLOAD:
   case MSG_H_HOSTNAME:
-    store_header_string(L, sb, m, &m->hostname, "Hostname");
-    return;
   case MSG_H_ENV_VERSION:
-    store_header_string(L, sb, m, &m->env_version, "EnvVersion");
+    store_header_string(L, sb, m, msg_header_span(m, h), msg_header_name(h));
     return;
   case MSG_H_UUID: store_uuid(L, m); break;
   default:
@@ -329,19 +309,38 @@ static void set_header(lua_State *L, sandbox *sb, msg *m, const char *key,
   sandbox_count_output(L, sb, 8);
 }
 
-static int api_inject_message(lua_State *L)
+void sandbox_inject_start(sandbox *sb)
 {
-  sandbox *sb = sandbox_of(L);
-  msg *m;
+  msg *m = &sb->scratch;
 
-  if (!sb->batch) return luaL_error(L, "inject_message: only decoders inject messages");
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  sandbox_count_output(L, sb, MSG_INJECT_COST);
-  m = &sb->scratch;
   msg_reset(m);
   m->origin = *sb->origin;
   m->timestamp = INT64_MIN; /* unset: stamped with the time of injection */
+}
+
+bool sandbox_inject_finish(sandbox *sb)
+{
+  msg *m = &sb->scratch;
+
+  if (m->timestamp == INT64_MIN) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m->timestamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  }
+  return msg_batch_push(sb->batch, m);
+}
+
+static int api_inject_message(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+  msg *m = &sb->scratch;
+
+  if (!sb->batch) return luaL_error(L, "inject_message: only decoders inject messages");
+  if (sandbox_inject_fast(L, sb)) return 0;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  sandbox_count_output(L, sb, MSG_INJECT_COST);
+  sandbox_inject_start(sb);
   lua_pushnil(L);
   while (lua_next(L, 1)) {
     size_t len;
@@ -352,12 +351,7 @@ static int api_inject_message(lua_State *L)
     set_header(L, sb, m, key, len);
     lua_pop(L, 1);
   }
-  if (m->timestamp == INT64_MIN) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    m->timestamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-  }
-  check_mem(L, msg_batch_push(sb->batch, m));
+  check_mem(L, sandbox_inject_finish(sb));
   return 0;
 }
 
@@ -404,6 +398,8 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
   lua_register(L, "read_config", api_read_config);
   if (sb->kind == SANDBOX_DECODER) {
     lua_register(L, "inject_message", api_inject_message);
+    sandbox_inject_names(L, sb);
+    sandbox_span_open(L, sb);
     return 0;
   }
   lua_register(L, "inject_payload", api_inject_payload);

@@ -49,6 +49,8 @@ struct sandbox {
   const msg_origin *origin; /* decoder: the record; encoder: the message's */
   msg_batch *batch;         /* decoder output */
   msg scratch;              /* inject_message builds a message here */
+  const char *inject_names[MSG_H_COUNT + 1]; /* headers, "Fields": interned */
+  const void *span_mt;      /* the metatable of record spans */
   const msg *current;       /* encoder input */
   uint32_t field_iter;      /* read_next_field position */
   buf *out;                 /* encoder output */
@@ -85,6 +87,42 @@ char *sandbox_read_file(const char *path, size_t max, size_t *len, char *err,
 
 /* sandbox_api.c: registers read_config, inject_message, ... */
 int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
+/* What one injected message counts against the output limit, whatever its
+ * contents: about what the C side spends on an empty message. Each header
+ * then counts its string's length or 8 bytes for a number, each field its
+ * name's length, 8 bytes a value and its strings' lengths. */
+#define MSG_INJECT_COST 64
+
+/* Empties the scratch message and stamps it with the record's origin. */
+void sandbox_inject_start(sandbox *sb);
+/* Stamps an unset Timestamp and moves the scratch message into the batch;
+ * false when memory is exhausted. */
+bool sandbox_inject_finish(sandbox *sb);
+/* Timestamps and INTEGER values: int64, and doubles past +-2^63 do not
+ * convert. */
+static inline bool sandbox_fits_int64(double n)
+{
+  return n > -9.2233720368547758e18 && n < 9.2233720368547758e18;
+}
+/* sandbox_inject.c: inject_message's fast path. sandbox_inject_names keeps
+ * the header names' strings for it (raises on memory errors);
+ * sandbox_inject_fast builds the message of the table at stack index 1 and
+ * pushes it into the batch, or returns false having changed nothing the
+ * slow path sees, for it to do it all. */
+void sandbox_inject_names(lua_State *L, sandbox *sb);
+bool sandbox_inject_fast(lua_State *L, sandbox *sb);
+/* sandbox_span.c: record spans. sandbox_span_open defines record_span and
+ * the spans' metatable (raises on memory errors). sandbox_span_text gives
+ * the bytes of the current record from position `from` to before `to`, or
+ * false when those are not whole positions within it. sandbox_is_span says
+ * whether the value at idx is a span; sandbox_span_get gives its text, or
+ * raises an error naming the header or field `name`. */
+void sandbox_span_open(lua_State *L, sandbox *sb);
+bool sandbox_span_text(const sandbox *sb, double from, double to,
+                       const char **s, size_t *len);
+bool sandbox_is_span(lua_State *L, const sandbox *sb, int idx);
+void sandbox_span_get(lua_State *L, const sandbox *sb, int idx,
+                      const char *name, const char **s, size_t *len);
 /* sandbox_view.c: defines read_message and read_next_field for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* Counts n bytes against the output limit; raises a Lua error past it. */

@@ -30,7 +30,10 @@ local tonumber = tonumber
 local template = read_config("template") or "RSYSLOG_TraditionalFileFormat"
 local header_of = { timestamp = "Timestamp", hostname = "Hostname",
                     syslogseverity = "Severity", msg = "Payload" }
-local options = { tz = read_config("tz") or "UTC", header_of = header_of }
+-- Text and words (msg, hostname, ...) go to inject_message as record spans:
+-- the bytes are copied from the record, and no Lua string is made for them.
+local options = { tz = read_config("tz") or "UTC", header_of = header_of,
+                  spans = record_span }
 local compiled = rsyslog.compile(template, options)
 if not compiled.produces.timestamp and compiled.produces.timegenerated then
   header_of.timegenerated = "Timestamp"
@@ -52,8 +55,10 @@ function process_message(record)
   if not assemble_into(fields, message, match(pattern, record)) then
     return -1, rsyslog.mismatch_reason(compiled, record)
   end
-  -- A numeric procid is the Pid; any other stays a field.
+  -- A numeric procid is the Pid; any other stays a field. It is a span
+  -- when the template writes it (%procid%), a string when the tag has it.
   local procid = fields.procid
+  if type(procid) == "table" then procid = record:sub(procid[1], procid[2] - 1) end
   local pid = procid and tonumber(procid)
   if pid and pid >= 0 and pid <= 2147483647 and pid % 1 == 0 then
     fields.procid = nil

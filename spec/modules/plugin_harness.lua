@@ -1,9 +1,9 @@
 -- plugin_harness: runs a sandbox/*.lua plugin in plain Lua 5.1 or LuaJIT,
 -- in a fresh environment offering lumberjit's plugin API (sandbox/README.md):
 -- read_config, read_zoneinfo, require (lpeg, cjson, then lua_modules/ loaded
--- into the plugin's environment, as the sandbox does), inject_message,
--- inject_payload, inject_message_json (spec/modules/json_reference.lua's
--- text), read_message and read_next_field.
+-- into the plugin's environment, as the sandbox does), record_span,
+-- inject_message, inject_payload, inject_message_json
+-- (spec/modules/json_reference.lua's text), read_message and read_next_field.
 --
 --   local plugin = harness.load("sandbox/decoders/rsyslog.lua", { tz = "UTC" })
 --   local rc, err, messages = plugin:decode("<44>May 19 ...")
@@ -11,7 +11,8 @@
 --   local text = encoder:encode(messages[1])
 --
 -- inject_message checks the message against Heka's schema and stores a deep
--- copy, as the C side serializes it at once. Messages given to encode() use
+-- copy, as the C side serializes it at once, with each record span replaced
+-- by its text (an error when its positions are not in the record). Messages given to encode() use
 -- the same schema; Fields as a map are iterated in name order.
 -- Options: zoneinfo = { [name] = bytes } to serve zones from memory,
 -- clock = function() -> epoch seconds, to stand in for os.time,
@@ -29,10 +30,31 @@ local HEADERS = { Timestamp = "number", Type = "string", Logger = "string",
                   Pid = "number", Hostname = "string", Uuid = "string" }
 local VALUE_TYPE_OF = { string = 0, number = 3, boolean = 4 }
 
-local function deep_copy(value)
+-- The tables record_span made; their metatable hides itself, as the
+-- sandbox's does.
+local spans = setmetatable({}, { __mode = "k" })
+local SPAN_META = { __metatable = false }
+
+local function record_span()
+  local span = setmetatable({}, SPAN_META)
+  spans[span] = true
+  return span
+end
+
+-- A span's text in `record`: bytes span[1] to before span[2].
+local function span_text(span, record)
+  local from, to = span[1], span[2]
+  assert(type(from) == "number" and type(to) == "number" and from % 1 == 0 and to % 1 == 0
+         and 1 <= from and from <= to and to <= #record + 1,
+         "record span whose positions are not in the record")
+  return record:sub(from, to - 1)
+end
+
+local function deep_copy(value, record)
   if type(value) ~= "table" then return value end
+  if spans[value] then return span_text(value, record) end
   local copy = {}
-  for k, v in pairs(value) do copy[k] = deep_copy(v) end
+  for k, v in pairs(value) do copy[k] = deep_copy(v, record) end
   return copy
 end
 
@@ -69,10 +91,10 @@ local function field_entry(name, field)
   if type(field) == "table" and field.value ~= nil then
     value, value_type, representation = field.value, field.value_type, field.representation
   end
-  local first = type(value) == "table" and value[1] or value
-  value_type = value_type or VALUE_TYPE_OF[type(first)]
+  local first = type(value) == "table" and not spans[value] and value[1] or value
+  value_type = value_type or (spans[first] and 0) or VALUE_TYPE_OF[type(first)]
   assert(value_type, "field '" .. tostring(name) .. "' has an unsupported value: " .. tostring(first))
-  local count = type(value) == "table" and #value or 1
+  local count = type(value) == "table" and not spans[value] and #value or 1
   return { name = name, value_type = value_type, value = value,
            representation = representation, count = count }
 end
@@ -82,8 +104,9 @@ local function check_message(t)
   for key, value in pairs(t) do
     if key ~= "Fields" then
       assert(HEADERS[key], "unknown header " .. tostring(key))
-      assert(type(value) == HEADERS[key], "header " .. key .. " must be a " .. HEADERS[key]
-                                          .. ", got " .. type(value))
+      local given = spans[value] and "string" or type(value)
+      assert(given == HEADERS[key], "header " .. key .. " must be a " .. HEADERS[key]
+                                    .. ", got " .. type(value))
     end
   end
   if t.Fields then
@@ -143,9 +166,10 @@ function harness.load(path, config, options)
     if options.zoneinfo then return options.zoneinfo[name] end
     return read_zone_file(name)
   end
+  env.record_span = record_span
   env.inject_message = options.inject or function(t)
     check_message(t)
-    plugin.injected[#plugin.injected + 1] = deep_copy(t)
+    plugin.injected[#plugin.injected + 1] = deep_copy(t, plugin.record)
   end
   env.inject_message_json = function()
     plugin.written[#plugin.written + 1] = json_of(env.read_message, env.read_next_field)
@@ -173,6 +197,7 @@ end
 -- Runs a decoder on one record: rc, err, and the messages it injected.
 function Plugin:decode(record)
   local first = #self.injected + 1
+  self.record = record
   local rc, err = self.env.process_message(record)
   local messages = {}
   for i = first, #self.injected do messages[#messages + 1] = self.injected[i] end

@@ -258,6 +258,32 @@ describe("rsyslog.compile", function()
     assert.is_true(compiled.produces.procid)
     assert.is_nil(compiled.produces.timegenerated)
   end)
+
+  it("gives text and words as spans of the line with the spans option", function()
+    local made = 0
+    local function span() made = made + 1 return {} end
+    local compiled = rsyslog.compile(rsyslog.templates.RSYSLOG_SyslogProtocol23Format,
+                                     { header_of = { msg = "Payload" }, spans = span })
+    local fields, headers = {}, {}
+    local function text(value, line) return line:sub(value[1], value[2] - 1) end
+    local line = "<13>1 2026-05-19T10:30:17Z snack alice 4242 - - hello there"
+    compiled.assemble_into(fields, headers, lpeg.match(compiled.pattern, line))
+    assert.equal("hello there", text(headers.Payload, line))
+    assert.equal("snack", text(fields.hostname, line))
+    assert.equal("alice", text(fields["app-name"], line))
+    assert.equal("4242", text(fields.procid, line))
+    assert.is_nil(fields.msgid)              -- "-": nil, not a span
+    assert.equal(13, fields.pri)             -- converted values stay values
+    -- One span per element, made once and reused for every line.
+    local payload = headers.Payload
+    line = "<13>1 2026-05-19T10:30:17Z - alice 1 ID7 - bye"
+    compiled.assemble_into(fields, headers, lpeg.match(compiled.pattern, line))
+    assert.equal(payload, headers.Payload)
+    assert.equal("bye", text(headers.Payload, line))
+    assert.is_nil(fields.hostname)
+    assert.equal("ID7", text(fields.msgid, line))
+    assert.equal(5, made)  -- HOSTNAME, APP-NAME, PROCID, MSGID, msg
+  end)
 end)
 
 describe("rsyslog properties a syslog receiver's templates use", function()
