@@ -57,6 +57,8 @@ typedef struct kafka_output {
   slot_chunk *chunks;
   uint64_t in_flight;       /* records librdkafka holds */
   bool settled;             /* a poll settled records: the queue may go on */
+  uint64_t now_ns;          /* uv_hrtime at the start of this send or poll:
+                               one clock read for a batch, not per record */
   char fatal[512];          /* librdkafka's fatal error, once raised */
 
   /* The disk buffer. */

@@ -132,7 +132,7 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
     *why = "the record's topic and key are unreadable";
     return REJECTED;
   }
-  if (!rate_cap_allows(&k->cap, len - r->head, uv_hrtime(), &wait_ms)) {
+  if (!rate_cap_allows(&k->cap, len - r->head, k->now_ns, &wait_ms)) {
     kafka_wake_later(k, wait_ms);
     return RATE_CAPPED;
   }
@@ -142,7 +142,7 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
     *why = "out of memory";
     return REJECTED;
   }
-  *s = (slot){*r, dq_id, uv_hrtime(), from_disk, NULL};
+  *s = (slot){*r, dq_id, k->now_ns, from_disk, NULL};
   err = rd_kafka_producev(k->rk, RD_KAFKA_V_RKT(rkt),
                           RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
@@ -170,9 +170,12 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
 static void send_records(output_sink *o)
 {
   kafka_output *k = o->tx_state;
+  bool blocked;
+
+  k->now_ns = uv_hrtime();
   /* With librdkafka full, the queue's records still go to the disk buffer;
    * under a rate cap they wait where they are. */
-  bool blocked = k->dq && kafka_send_from_disk(k) == RATE_CAPPED;
+  blocked = k->dq && kafka_send_from_disk(k) == RATE_CAPPED;
 
   if (o->state == OUTPUT_FAILED) return;
   while (!blocked) {
@@ -230,7 +233,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   k->in_flight--;
   k->settled = true;
   if (!m->err) {
-    latency_add(&k->latency, (uv_hrtime() - s->sent_ns) / 1000);
+    latency_add(&k->latency, (k->now_ns - s->sent_ns) / 1000);
     k->delivered++;
     if (s->from_disk) {
       k->from_disk++;
@@ -294,6 +297,7 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac,
  * records were settled. */
 static void serve(kafka_output *k)
 {
+  k->now_ns = uv_hrtime();
   for (int i = 0; i < POLL_BURST && rd_kafka_poll(k->rk, 0) > 0; i++)
     ;
   if (k->fatal[0] && k->o->state != OUTPUT_FAILED)
@@ -346,7 +350,7 @@ static bool busy(const output_sink *o)
 static void fail(output_sink *o, const char *reason)
 {
   kafka_output *k = o->tx_state;
-  uint64_t until = uv_hrtime() + PURGE_WAIT_MS * 1000000ull;
+  uint64_t until = (k->now_ns = uv_hrtime()) + PURGE_WAIT_MS * 1000000ull;
 
   k->keep_purged = k->dq != NULL;
   rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
