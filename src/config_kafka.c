@@ -9,9 +9,8 @@
 #include <string.h>
 
 #include <lauxlib.h>
-#include <librdkafka/rdkafka.h>
-
 #include "config_internal.h"
+#include "kafka_api.h"
 #include "record_template.h"
 
 const char *const config_kafka_keys[] = {
@@ -44,7 +43,7 @@ static int add_property(plugin_ctx *c, property_list *pl, const char *key,
 
   if (!list) return cfg_key_fail(c, key, "cannot be stored: out of memory");
   pl->list = list;
-  if (rd_kafka_conf_set(pl->check, name, value, why, sizeof why) !=
+  if (rdk.rd_kafka_conf_set(pl->check, name, value, why, sizeof why) !=
       RD_KAFKA_CONF_OK)
     return cfg_key_fail(c, key, "'%s' = '%s': %s", name, value, why);
   list[pl->n] = strdup(name);
@@ -187,7 +186,7 @@ static int read_disk_buffer(plugin_ctx *c, config_kafka *k)
 /* Our defaults first, then our keys, then `properties`: later wins. */
 static int read_producer(plugin_ctx *c, config_kafka *k)
 {
-  property_list pl = {NULL, 0, rd_kafka_conf_new()};
+  property_list pl = {NULL, 0, rdk.rd_kafka_conf_new()};
   bool idempotent = false;
   char kbytes[32];
   int rc;
@@ -216,7 +215,7 @@ static int read_producer(plugin_ctx *c, config_kafka *k)
                                    "true") != 0) ||
        read_properties(c, &pl) != 0 ? -1 : 0;
   k->properties = pl.list;
-  rd_kafka_conf_destroy(pl.check);
+  rdk.rd_kafka_conf_destroy(pl.check);
   if (rc != 0) return -1;
   for (char **p = pl.list; *p; p += 2)
     if (strcmp(p[0], "bootstrap.servers") == 0) return 0;
@@ -227,7 +226,10 @@ static int read_producer(plugin_ctx *c, config_kafka *k)
 int config_read_kafka(plugin_ctx *c, config_plugin *p)
 {
   config_kafka *k = &p->kafka;
+  char why[256];
 
+  if (kafka_api_load(why, sizeof why) != 0)
+    return cfg_key_fail(c, "type", "needs librdkafka: %s", why);
   if (config_read_output(c, p) != 0) return -1;
   /* A Kafka record is a message, not a line: no newline unless asked. */
   p->newline = false;

@@ -266,7 +266,7 @@ bool kafka_spill_front(kafka_output *k, const output_record *r,
  * run. */
 void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
 {
-  const char *topic = rd_kafka_topic_name(m->rkt);
+  const char *topic = rdk.rd_kafka_topic_name(m->rkt);
   bool own_topic = strcmp(topic, k->topic) == 0;
   buf rec = {0};
   char err[256];

@@ -9,11 +9,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <librdkafka/rdkafka.h>
 #include <uv.h>
 
 #include "buf.h"
 #include "disk_queue.h"
+#include "kafka_api.h"
 #include "latency.h"
 #include "output.h"
 #include "rate_cap.h"

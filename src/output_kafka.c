@@ -108,7 +108,7 @@ static rd_kafka_topic_t *topic_handle_for(kafka_output *k, const char *name,
   k->topics = t;
   if (!(copy = strndup(name, len))) return NULL;
   t = &k->topics[k->ntopics];
-  if (!(t->rkt = rd_kafka_topic_new(k->rk, copy, NULL))) {
+  if (!(t->rkt = rdk.rd_kafka_topic_new(k->rk, copy, NULL))) {
     free(copy);
     return NULL;
   }
@@ -143,7 +143,7 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
     return REJECTED;
   }
   *s = (slot){*r, dq_id, k->now_ns, from_disk, NULL};
-  err = rd_kafka_producev(k->rk, RD_KAFKA_V_RKT(rkt),
+  err = rdk.rd_kafka_producev(k->rk, RD_KAFKA_V_RKT(rkt),
                           RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
                           RD_KAFKA_V_VALUE((void *)(bytes + r->head),
@@ -153,7 +153,7 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
   if (err) {
     slot_free(k, s);
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return QUEUE_FULL;
-    *why = rd_kafka_err2str(err);
+    *why = rdk.rd_kafka_err2str(err);
     return err == RD_KAFKA_RESP_ERR__FATAL ? FATAL : REJECTED;
   }
   rate_cap_spend(&k->cap, len - r->head);
@@ -247,7 +247,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   } else {
     char why[512];
     snprintf(why, sizeof why, "Kafka did not take the record (topic %s): %s",
-             rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
+             rdk.rd_kafka_topic_name(m->rkt), rdk.rd_kafka_err2str(m->err));
     k->rejected++;
     output_undeliverable(k->o, &s->r, m->payload, m->len, why);
     if (s->from_disk) dq_ack(k->dq, s->dq_id);
@@ -265,7 +265,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason,
 
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char why[sizeof k->fatal - 64];
-    rd_kafka_fatal_error(rk, why, sizeof why);
+    rdk.rd_kafka_fatal_error(rk, why, sizeof why);
     snprintf(k->fatal, sizeof k->fatal, "librdkafka's fatal error: %s", why);
     return;
   }
@@ -286,7 +286,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason,
 static void on_log(const rd_kafka_t *rk, int level, const char *fac,
                    const char *line)
 {
-  kafka_output *k = rd_kafka_opaque(rk);
+  kafka_output *k = rdk.rd_kafka_opaque(rk);
   (void)level;
   /* A failure is reported to on_error too, which keeps the count. */
   if (strcmp(fac, "FAIL") == 0) return;
@@ -298,7 +298,7 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac,
 static void serve(kafka_output *k)
 {
   k->now_ns = uv_hrtime();
-  for (int i = 0; i < POLL_BURST && rd_kafka_poll(k->rk, 0) > 0; i++)
+  for (int i = 0; i < POLL_BURST && rdk.rd_kafka_poll(k->rk, 0) > 0; i++)
     ;
   if (k->fatal[0] && k->o->state != OUTPUT_FAILED)
     output_fail(k->o, k->fatal);
@@ -353,8 +353,8 @@ static void fail(output_sink *o, const char *reason)
   uint64_t until = (k->now_ns = uv_hrtime()) + PURGE_WAIT_MS * 1000000ull;
 
   k->keep_purged = k->dq != NULL;
-  rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-  while (k->in_flight > 0 && uv_hrtime() < until) rd_kafka_poll(k->rk, 100);
+  rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  while (k->in_flight > 0 && uv_hrtime() < until) rdk.rd_kafka_poll(k->rk, 100);
   if (k->in_flight > 0) {
     /* Their reports will not come before the run ends: they are lost. */
     log_msg("%s: librdkafka kept %" PRIu64 " records past the purge; they "
@@ -426,10 +426,10 @@ static int close_output(output_sink *o)
   int rc = 0;
 
   for (size_t i = 0; i < k->ntopics; i++) {
-    rd_kafka_topic_destroy(k->topics[i].rkt);
+    rdk.rd_kafka_topic_destroy(k->topics[i].rkt);
     free(k->topics[i].name);
   }
-  if (k->rk) rd_kafka_destroy(k->rk);
+  if (k->rk) rdk.rd_kafka_destroy(k->rk);
   if (k->dq && dq_close(k->dq) != 0) rc = -1;
   for (size_t i = 0; i < k->nnames; i++) free(k->names[i]);
   while (k->chunks) {
@@ -458,29 +458,29 @@ static const output_transport kafka_transport = {
 static rd_kafka_t *make_producer(kafka_output *k, const config_kafka *cfg,
                                  char *err, size_t errlen)
 {
-  rd_kafka_conf_t *conf = rd_kafka_conf_new();
+  rd_kafka_conf_t *conf = rdk.rd_kafka_conf_new();
   char why[512];
   rd_kafka_t *rk;
 
   for (char **p = cfg->properties; p && *p; p += 2)
-    if (rd_kafka_conf_set(conf, p[0], p[1], why, sizeof why) != RD_KAFKA_CONF_OK) {
+    if (rdk.rd_kafka_conf_set(conf, p[0], p[1], why, sizeof why) != RD_KAFKA_CONF_OK) {
       snprintf(err, errlen, "property '%s': %s", p[0], why);
-      rd_kafka_conf_destroy(conf);
+      rdk.rd_kafka_conf_destroy(conf);
       return NULL;
     }
-  if (rd_kafka_conf_set(conf, "log.queue", "true", why, sizeof why) !=
+  if (rdk.rd_kafka_conf_set(conf, "log.queue", "true", why, sizeof why) !=
       RD_KAFKA_CONF_OK) {
     snprintf(err, errlen, "%s", why);
-    rd_kafka_conf_destroy(conf);
+    rdk.rd_kafka_conf_destroy(conf);
     return NULL;
   }
-  rd_kafka_conf_set_opaque(conf, k);
-  rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-  rd_kafka_conf_set_error_cb(conf, on_error);
-  rd_kafka_conf_set_log_cb(conf, on_log);
-  if (!(rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why))) {
+  rdk.rd_kafka_conf_set_opaque(conf, k);
+  rdk.rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+  rdk.rd_kafka_conf_set_error_cb(conf, on_error);
+  rdk.rd_kafka_conf_set_log_cb(conf, on_log);
+  if (!(rk = rdk.rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why))) {
     snprintf(err, errlen, "cannot make the producer: %s", why);
-    rd_kafka_conf_destroy(conf);
+    rdk.rd_kafka_conf_destroy(conf);
     return NULL;
   }
   return rk;
@@ -508,10 +508,10 @@ static int wire_queue(kafka_output *k, uv_loop_t *loop, char *err,
   k->handles_open = true;
   uv_poll_start(&k->wake, UV_READABLE, on_wake);
   uv_unref((uv_handle_t *)&k->wake);
-  main_queue = rd_kafka_queue_get_main(k->rk);
-  rd_kafka_set_log_queue(k->rk, main_queue);
-  rd_kafka_queue_io_event_enable(main_queue, k->wake_fds[1], "1", 1);
-  rd_kafka_queue_destroy(main_queue);
+  main_queue = rdk.rd_kafka_queue_get_main(k->rk);
+  rdk.rd_kafka_set_log_queue(k->rk, main_queue);
+  rdk.rd_kafka_queue_io_event_enable(main_queue, k->wake_fds[1], "1", 1);
+  rdk.rd_kafka_queue_destroy(main_queue);
   return 0;
 }
 
@@ -539,8 +539,10 @@ int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
                       const config_kafka *cfg, const char *buffer_dir,
                       output_events ev, char *err, size_t errlen)
 {
-  kafka_output *k = calloc(1, sizeof *k);
+  kafka_output *k;
 
+  if (kafka_api_load(err, errlen) != 0) return -1;
+  k = calloc(1, sizeof *k);
   if (!k || !(k->topic = strdup(cfg->topic))) {
     free(k);
     snprintf(err, errlen, "out of memory");
