@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include <lauxlib.h>
+
 #include "config_internal.h"
 #include "kafka_api.h"
 #include "record_template.h"
+#include "router.h"
 
 const char *const config_kafka_keys[] = {
   "type", "encoder", "message_matcher", "newline", "brokers", "topic", "key",
@@ -139,9 +141,7 @@ static int read_template(plugin_ctx *c, const char *key, bool required,
 static int check_static_topic(plugin_ctx *c, const char *topic)
 {
   if (strstr(topic, "%{")) return 0;
-  if (!*topic || strlen(topic) > 249 ||
-      strspn(topic, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                    "0123456789._-") != strlen(topic))
+  if (!router_topic_valid(topic, strlen(topic)))
     return cfg_key_fail(c, "topic", "'%s' is no valid Kafka topic name (1 to "
                         "249 of a-z, A-Z, 0-9, '.', '_' and '-')", topic);
   return 0;

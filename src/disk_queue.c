@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "le.h"
 #include "log.h"
 
 #define SEG_HEADER 8          /* "LJDQ", the format version */
@@ -84,21 +85,10 @@ struct disk_queue {
   uint64_t bytes, corrupt_records, corrupt_bytes, torn_bytes;
 };
 
-static void put_le32(unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
-}
-
 static void make_header(unsigned char *h)
 {
   memcpy(h, "LJDQ", 4);
-  put_le32(h + 4, FORMAT_VERSION);
+  le_put(h + 4, FORMAT_VERSION, 4);
 }
 
 static void seg_name(char *name, uint64_t seq)
@@ -172,8 +162,8 @@ static int read_record(disk_queue *q, int fd, uint64_t seq, uint64_t off,
 
   if (end - off < REC_HEADER) return 1;
   if (!(p = window_at(q, fd, seq, off, REC_HEADER, end))) return errno ? -1 : 1;
-  n = get_le32(p);
-  want = get_le32(p + 4);
+  n = (uint32_t)le_get(p, 4);
+  want = (uint32_t)le_get(p + 4, 4);
   if (n > DQ_RECORD_MAX || n > end - off - REC_HEADER) return 1;
   if (into && !buf_reserve(into, n)) {
     errno = ENOMEM;
@@ -255,7 +245,7 @@ static int check_header(disk_queue *q, uint64_t seq, int fd, uint64_t size,
   if (n == SEG_HEADER && memcmp(got, want, 4) == 0)
     snprintf(err, errlen, "disk queue %s: %s has format version %" PRIu32
              "; this lumberjit reads version %d", q->dir, name,
-             get_le32(got + 4), FORMAT_VERSION);
+             (uint32_t)le_get(got + 4, 4), FORMAT_VERSION);
   else
     snprintf(err, errlen, "disk queue %s: %s is not a disk queue segment "
              "(it does not start with LJDQ)", q->dir, name);
@@ -304,7 +294,7 @@ static uint64_t records_from(disk_queue *q, int fd, uint64_t seq, uint64_t off,
     if (size - off < REC_HEADER ||
         !(p = window_at(q, fd, seq, off, REC_HEADER, size)))
       break;
-    len = get_le32(p);
+    len = (uint32_t)le_get(p, 4);
     if (len > size - off - REC_HEADER) break;
     off += REC_HEADER + len;
   }
@@ -632,8 +622,8 @@ static size_t whole_records(const char *p, size_t n)
   size_t off = 0;
 
   while (n - off >= REC_HEADER &&
-         get_le32((const unsigned char *)p + off) <= n - off - REC_HEADER)
-    off += REC_HEADER + get_le32((const unsigned char *)p + off);
+         (uint32_t)le_get(p + off, 4) <= n - off - REC_HEADER)
+    off += REC_HEADER + (uint32_t)le_get(p + off, 4);
   return off;
 }
 
@@ -738,8 +728,8 @@ dq_result dq_append(disk_queue *q, const void *data, size_t len, char *err,
     snprintf(err, errlen, "out of memory");
     return DQ_ERROR;
   }
-  put_le32(h, (uint32_t)len);
-  put_le32(h + 4, (uint32_t)crc32(crc32(0L, Z_NULL, 0), data, (uInt)len));
+  le_put(h, len, 4);
+  le_put(h + 4, crc32(crc32(0L, Z_NULL, 0), data, (uInt)len), 4);
   buf_append(&q->pending, h, sizeof h);
   buf_append(&q->pending, data, len);
   s = &q->segs[q->nsegs - 1];

@@ -17,22 +17,16 @@
 
 #include "checkpoint.h"
 #include "kafka_internal.h"
+#include "le.h"
 #include "log.h"
+#include "router.h"
 
 static void put_le(buf *b, uint64_t v, int n)
 {
   char bytes[8];
 
-  for (int i = 0; i < n; i++) bytes[i] = (char)((v >> (8 * i)) & 0xff);
+  le_put(bytes, v, n);
   buf_append(b, bytes, (size_t)n);
-}
-
-static uint64_t get_le(const char *p, int n)
-{
-  uint64_t v = 0;
-
-  for (int i = 0; i < n; i++) v |= (uint64_t)(uint8_t)p[i] << (8 * i);
-  return v;
 }
 
 /* The input name of a record read back, kept for the run: a dead letter
@@ -58,13 +52,13 @@ static bool unpack(kafka_output *k, output_record *r, const char **bytes,
   const char *p = k->stash.data;
   size_t n = k->stash.len, name_len;
 
-  if (n < 2 || n < 2 + (name_len = get_le(p, 2)) + 8 + 1 + 4) return false;
+  if (n < 2 || n < 2 + (name_len = le_get(p, 2)) + 8 + 1 + 4) return false;
   *r = (output_record){0};
   r->input = kept_name(k, p + 2, name_len);
   p += 2 + name_len;
-  r->position = get_le(p, 8);
+  r->position = le_get(p, 8);
   r->is_offset = p[8] & 1;
-  r->head = (uint32_t)get_le(p + 9, 4);
+  r->head = (uint32_t)le_get(p + 9, 4);
   *bytes = p + 13;
   *len = n - 2 - name_len - 13;
   return r->head <= *len;
@@ -267,24 +261,19 @@ bool kafka_spill_front(kafka_output *k, const output_record *r,
 void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
 {
   const char *topic = rdk.rd_kafka_topic_name(m->rkt);
-  bool own_topic = strcmp(topic, k->topic) == 0;
+  size_t tlen = strcmp(topic, k->topic) == 0 ? 0 : strlen(topic);
   buf rec = {0};
   char err[256];
-  size_t tlen = own_topic ? 0 : strlen(topic);
+  bool kept;
 
   if (s->from_disk) return;
-  put_le(&rec, tlen, 2);
-  buf_append(&rec, topic, tlen);
-  put_le(&rec, m->key ? m->key_len + 1 : 0, 4);
-  if (m->key) buf_append(&rec, m->key, m->key_len);
+  kept = router_head_append(&rec, topic, tlen, m->key, m->key_len);
   s->r.head = (uint32_t)rec.len;
-  buf_append(&rec, m->payload, m->len);
-  if (rec.data && kafka_spill(k, &s->r, rec.data, rec.len, err, sizeof err) == DQ_OK) {
-    buf_free(&rec);
-    return;
-  }
-  output_undeliverable(k->o, &s->r, m->payload, m->len,
-                       "the run stopped before Kafka took the record, and "
-                       "the disk buffer did not take it");
+  kept = kept && buf_append(&rec, m->payload, m->len) &&
+         kafka_spill(k, &s->r, rec.data, rec.len, err, sizeof err) == DQ_OK;
+  if (!kept)
+    output_undeliverable(k->o, &s->r, m->payload, m->len,
+                         "the run stopped before Kafka took the record, and "
+                         "the disk buffer did not take it");
   buf_free(&rec);
 }

@@ -36,6 +36,7 @@ typedef struct slot_chunk {
 
 typedef struct {
   char *name;
+  size_t len;
   rd_kafka_topic_t *rkt;
 } topic_handle;
 
@@ -45,8 +46,9 @@ typedef enum { PRODUCED, QUEUE_FULL, RATE_CAPPED, REJECTED, FATAL } produce_resu
 typedef struct kafka_output {
   output_sink *o;
   rd_kafka_t *rk;
-  char *topic;              /* the configured template's text */
-  topic_handle *topics;     /* [0]: the configured topic if static */
+  char *topic;              /* the configured template's text: the topic */
+  size_t topic_len;         /* of records whose head names none */
+  topic_handle *topics;     /* the topics produced to, by first use */
   size_t ntopics, last_topic;
   int wake_fds[2];          /* librdkafka writes [1] when it has news */
   uv_poll_t wake;

@@ -98,7 +98,7 @@ static rd_kafka_topic_t *topic_handle_for(kafka_output *k, const char *name,
   for (size_t n = 0; n < k->ntopics; n++) {
     size_t i = (k->last_topic + n) % k->ntopics;
     t = &k->topics[i];
-    if (strlen(t->name) == len && memcmp(t->name, name, len) == 0) {
+    if (t->len == len && memcmp(t->name, name, len) == 0) {
       k->last_topic = i;
       return t->rkt;
     }
@@ -113,6 +113,7 @@ static rd_kafka_topic_t *topic_handle_for(kafka_output *k, const char *name,
     return NULL;
   }
   t->name = copy;
+  t->len = len;
   k->last_topic = k->ntopics++;
   return t->rkt;
 }
@@ -137,7 +138,7 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
     return RATE_CAPPED;
   }
   rkt = h.topic_len ? topic_handle_for(k, h.topic, h.topic_len)
-                    : topic_handle_for(k, k->topic, strlen(k->topic));
+                    : topic_handle_for(k, k->topic, k->topic_len);
   if (!rkt || !(s = slot_new(k))) {
     *why = "out of memory";
     return REJECTED;
@@ -548,6 +549,7 @@ int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  k->topic_len = strlen(k->topic);
   k->wake_fds[0] = k->wake_fds[1] = -1;
   rate_cap_init(&k->cap, cfg->bytes_per_second, cfg->messages_per_second,
                 uv_hrtime());

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "le.h"
+
 static int64_t now_ns(void)
 {
   struct timespec ts;
@@ -23,8 +25,7 @@ void router_init(router *r, router_output *outputs, size_t noutputs,
   msg_init(&r->plain);
 }
 
-/* Kafka's rule for a topic name: 1 to 249 of [a-zA-Z0-9._-]. */
-static bool valid_topic(const char *s, size_t len)
+bool router_topic_valid(const char *s, size_t len)
 {
   if (len == 0 || len > 249) return false;
   for (size_t i = 0; i < len; i++)
@@ -35,26 +36,8 @@ static bool valid_topic(const char *s, size_t len)
   return true;
 }
 
-static void put_u16(char *p, uint16_t v)
-{
-  p[0] = (char)(v & 0xff);
-  p[1] = (char)(v >> 8);
-}
-
-static void put_u32(char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++) p[i] = (char)((v >> (8 * i)) & 0xff);
-}
-
-static uint32_t get_u32(const char *p)
-{
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)(uint8_t)p[i] << (8 * i);
-  return v;
-}
-
-/* The routing head, laid out as [u16 topic length][topic][u32 key length
- * + 1, 0 for no key][key], little-endian. NULL, or why it cannot be made. */
+/* The routing head (router.h says its layout), rendered in place.
+ * NULL, or why it cannot be made. */
 static const char *write_head(const router_output *o, const msg *m, buf *b)
 {
   size_t start = b->len, len;
@@ -64,10 +47,10 @@ static const char *write_head(const router_output *o, const msg *m, buf *b)
   if (!o->topic_static) {
     if (!record_template_render(o->topic, m, b)) return "out of memory";
     len = b->len - start - 2;
-    if (!valid_topic(b->data + start + 2, len))
+    if (!router_topic_valid(b->data + start + 2, len))
       return "the topic template gives no valid Kafka topic name (1 to 249 "
              "of a-z, A-Z, 0-9, '.', '_' and '-')";
-    put_u16(b->data + start, (uint16_t)len);
+    le_put(b->data + start, len, 2);
   }
   if (!buf_append(b, n, 4)) return "out of memory";
   if (o->key) {
@@ -75,7 +58,7 @@ static const char *write_head(const router_output *o, const msg *m, buf *b)
     if (!record_template_render(o->key, m, b)) return "out of memory";
     len = b->len - at;
     if (len >= UINT32_MAX) return "the key is longer than 4 GiB";
-    put_u32(b->data + at - 4, (uint32_t)len + 1);
+    le_put(b->data + at - 4, len + 1, 4);
   }
   return NULL;
 }
@@ -85,15 +68,27 @@ bool router_head_parse(const char *bytes, size_t head, router_head *h)
   size_t topic_len, key_field;
 
   if (head < 6) return false;
-  topic_len = (uint8_t)bytes[0] | (size_t)(uint8_t)bytes[1] << 8;
+  topic_len = le_get(bytes, 2);
   if (2 + topic_len + 4 > head) return false;
-  key_field = get_u32(bytes + 2 + topic_len);
+  key_field = le_get(bytes + 2 + topic_len, 4);
   if (2 + topic_len + 4 + (key_field ? key_field - 1 : 0) != head) return false;
   h->topic = bytes + 2;
   h->topic_len = topic_len;
   h->key = key_field ? bytes + 2 + topic_len + 4 : NULL;
   h->key_len = key_field ? key_field - 1 : 0;
   return true;
+}
+
+bool router_head_append(buf *b, const char *topic, size_t topic_len,
+                        const char *key, size_t key_len)
+{
+  char n[4];
+
+  if (topic_len > 249 || key_len >= UINT32_MAX) return false;
+  le_put(n, topic_len, 2);
+  if (!buf_append(b, n, 2) || !buf_append(b, topic, topic_len)) return false;
+  le_put(n, key ? key_len + 1 : 0, 4);
+  return buf_append(b, n, 4) && (!key || buf_append(b, key, key_len));
 }
 
 static void encoding_failed(router *r, size_t out, const msg *m,

@@ -43,8 +43,16 @@ typedef struct {
   size_t topic_len, key_len;
 } router_head;
 
+/* A head is laid out as [u16 topic length][topic][u32 key length + 1, 0
+ * for no key][key], little-endian. */
 /* Reads the head of a record of `head` bytes; false when it is not one. */
 bool router_head_parse(const char *bytes, size_t head, router_head *h);
+/* Appends a head (topic_len 0: the output's own topic; key NULL: none);
+ * false when out of memory or too long to lay out. */
+bool router_head_append(buf *b, const char *topic, size_t topic_len,
+                        const char *key, size_t key_len);
+/* Kafka's rule for a topic name: 1 to 249 of [a-zA-Z0-9._-]. */
+bool router_topic_valid(const char *s, size_t len);
 
 typedef struct {
   const char *name;          /* the input's */
