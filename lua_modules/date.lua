@@ -93,13 +93,21 @@ local function clock(number)      -- hh:mm:ss
   return number(d2) * ":" * number(d2) * ":" * number(d2)
 end
 
+-- hh:mm:ss within a day, as rsyslog checks it (60: a leap second).
+local function valid_clock(number)
+  local sixty = R"05" * digit + "60"
+  return number(R"01" * digit + "2" * R"03") * ":" * number(R"05" * digit)
+         * ":" * number(sixty)
+end
+
 -- "May 19", "May  9" (RFC 3164), also "May 09" and "May 9" seen in the wild;
--- fractional seconds are accepted (rsyslog does too).
+-- fractional seconds are accepted (rsyslog does too). A time out of range
+-- does not match: it could not be converted.
 local function rfc3164(number)
   local day = P" " * number(R"19") + number(P"0" * R"19" + R"12" * digit + P"3" * R"01")
               + number(R"19")
-  local seconds = number == match_only and clock(number) * fraction(number)^-1
-                  or clock(number) * (fraction(number) + Cc(0))
+  local seconds = number == match_only and valid_clock(number) * fraction(number)^-1
+                  or valid_clock(number) * (fraction(number) + Cc(0))
   return month_abbr(number) * " " * day * " " * seconds
 end
 
@@ -110,11 +118,8 @@ local function rfc3164_received(number)
   local year = number(d4) * " "
   local no_year = number == match_only and P(true) or Cc(false)
   local day = number(P"0" * R"19" + R"12" * digit + P"3" * R"01" + R"19")
-  local sixty = R"05" * digit + "60"                       -- 60: a leap second
-  local valid_clock = number(R"01" * digit + "2" * R"03") * ":" * number(R"05" * digit)
-                      * ":" * number(sixty)
-  local seconds = number == match_only and valid_clock * fraction(number)^-1
-                  or valid_clock * (fraction(number) + Cc(0))
+  local seconds = number == match_only and valid_clock(number) * fraction(number)^-1
+                  or valid_clock(number) * (fraction(number) + Cc(0))
   return (year + no_year) * month_abbr(number) * " " * P" "^-1 * day * " "
          * (year + no_year) * seconds
 end

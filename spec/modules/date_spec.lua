@@ -171,6 +171,14 @@ describe("date grammars", function()
     assert.is_nil(date.rfc3164_text:match("May 19 18:30"))
   end)
 
+  it("does not match RFC 3164 times out of range, which rfc3164_to_ns could not convert", function()
+    for _, text in ipairs({ "May 19 24:00:00", "May 19 12:60:00", "May 19 12:00:61" }) do
+      assert.is_nil(date.rfc3164_text:match(text), text)
+      assert.is_nil(date.rfc3164:match(text), text)
+    end
+    assert.same({ 5, 19, 23, 59, 60, 0 }, { date.rfc3164:match("May 19 23:59:60") })
+  end)
+
   it("reads RFC 3339 and ISO 8601 timestamps", function()
     assert.same({ 2026, 5, 19, 18, 30, 17, 0.123456, 28800 },
                 { date.rfc3339:match("2026-05-19T18:30:17.123456+08:00") })
