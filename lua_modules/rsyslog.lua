@@ -40,6 +40,7 @@ local date = require "date"
 local syslog = require "syslog"
 local json_string = require "json_string"
 local template = require "rsyslog.template"
+local scanner = require "rsyslog.scanner"
 
 local P, R, S, C, Cc, Cp, Ct = lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cc, lpeg.Cp, lpeg.Ct
 local format = string.format
@@ -172,7 +173,7 @@ local function time_converter(context)
     if date_formats[option] then chosen = date_formats[option] end
     if option == "date-utc" then zone = date.zone("UTC") end
   end
-  return converters[chosen].text, converters[chosen].to_ns(zone, context.now)
+  return converters[chosen].text, converters[chosen].to_ns(zone, context.now), chosen
 end
 
 -- Each kind returns the pattern of its value, capturing exactly one value,
@@ -181,7 +182,8 @@ end
 -- the expressions use are registered with context.lookup(name, value),
 -- which returns the name to use in them. A kind whose value is a record
 -- span (the spans option) captures two positions instead, and returns
--- true third.
+-- true third. A kind that rsyslog.scanner can read also sets context.step,
+-- its description for the scanner.
 local function one_field(field)
   return function(v) return { { field, v } } end
 end
@@ -189,17 +191,20 @@ end
 local kind_patterns = {
   text = function(element, spec, context)
     local spans = context.spans and not context.options.json
+    if not context.options.json then context.step = { kind = "text", field = spec.field } end
     return text_value(element, context), one_field(spec.field), spans
   end,
   word = function(element, spec, context)
     local value = word_value(context)
     if spec.nil_value then value = nil_value(context, context.spans) + value end
+    context.step = { kind = "word", field = spec.field, nil_value = spec.nil_value }
     return value, one_field(spec.field), context.spans
   end,
   tag = function(element, spec, context)
     local programname_of = context.lookup("programname_of_tag",
                                           syslog.programname_of_tag[context.permit_slash])
     local procid_of = context.lookup("procid_of_tag", syslog.procid_of_tag)
+    context.step = { kind = "tag", permit_slash = context.permit_slash }
     return C(syslog.tag), function(v)
       return { { "syslogtag", v },
                { "programname", format("%s[%s] or nil", programname_of, v) },
@@ -210,6 +215,7 @@ local kind_patterns = {
     local pri_of = context.lookup("pri_of_text", syslog.pri_of_text)
     local facility_of = context.lookup("facility_of_pri_text", syslog.facility_of_pri_text)
     local severity_of = context.lookup("severity_of_pri_text", syslog.severity_of_pri_text)
+    context.step = { kind = "pri" }
     return C(syslog.prival), function(v)
       return { { "pri", format("%s[%s]", pri_of, v) },
                { "syslogfacility", format("%s[%s]", facility_of, v) },
@@ -233,7 +239,8 @@ local kind_patterns = {
     return C(R"09"^1), function(v) return { { spec.field, "tonumber(" .. v .. ")" } } end
   end,
   time = function(element, spec, context)
-    local text, to_ns = time_converter(context)
+    local text, to_ns, chosen = time_converter(context)
+    if chosen == "rfc3164" then context.step = { kind = "time", field = spec.field, to_ns = to_ns } end
     local name = context.lookup("to_ns_" .. element.position, to_ns)
     local call = type(to_ns) == "table" and "%s[%s]" or "%s(%s)"
     return C(text), function(v) return { { spec.field, format(call, name, v) } } end
@@ -245,6 +252,7 @@ local kind_patterns = {
 -- pri-text ("local0.err<131>") is read for the PRI inside the brackets.
 kind_patterns.pri_text = function(element, spec, context)
   local pri, fields_of = kind_patterns.pri(element, spec, context)
+  context.step = nil
   return (syslog.facility_name * "." * syslog.severity_name) / 0 * "<" * pri * ">", fields_of
 end
 
@@ -279,7 +287,10 @@ local function element_pattern(element, context)
   local spec = property_spec(element)
   context.options = option_set(element, spec)
   context.option_list = element.options
-  if context.options["sp-if-no-1st-sp"] then return P" "^-1 end
+  if context.options["sp-if-no-1st-sp"] then
+    context.step = { kind = "optional_space" }
+    return P" "^-1
+  end
   return kind_patterns[spec.kind](element, spec, context)
 end
 
@@ -387,6 +398,11 @@ end
 -- record_span), values written as is (text and words, not json) are spans
 -- of the line, one per element, reused for every line, instead of strings:
 -- no string is made for them.
+-- With options.reader = { byte = record_byte, text = record_text, find =
+-- record_find, stops = record_stops, span = record_span }, also, where rsyslog.scanner reads every element:
+--   scan           function(t, headers, length) -> t, or nil: assemble_into
+--                  for the record that reader reads, with record spans for
+--                  the tag's parts too (rsyslog/scanner.lua)
 function rsyslog.compile(template_or_name, options)
   options = options or {}
   local elements = template.parse(rsyslog.template_text(template_or_name))
@@ -411,10 +427,11 @@ function rsyslog.compile(template_or_name, options)
     return name
   end
   local steps, sequence, fields_of_values = {}, Cp(), {}
+  local scan_steps = { ends_with_newline = ends_with_newline }
   for i, element in ipairs(elements) do
     local after = elements[i + 1]
     local literal = after and after.kind == "constant" and after.text or nil
-    local pattern, fields_of, span = element_pattern(element, {
+    local context = {
       literal = literal,
       at_end = after == nil,
       following = literal and P(literal) or (after and P(true) or record_end),
@@ -423,7 +440,17 @@ function rsyslog.compile(template_or_name, options)
       permit_slash = options.permit_slash_in_programname and true or false,
       lookup = lookup,
       spans = options.spans ~= nil,
-    })
+    }
+    local pattern, fields_of, span = element_pattern(element, context)
+    local step = element.kind == "constant" and { kind = "constant", text = element.text }
+                 or context.step
+    if step and scan_steps then
+      step.literal, step.at_end = literal, after == nil
+      step.follows = literal and "literal" or (after and "any" or "end")
+      scan_steps[#scan_steps + 1] = step
+    else
+      scan_steps = nil
+    end
     if fields_of then
       fields_of_values[#fields_of_values + 1] = {
         fields_of = fields_of,
@@ -437,8 +464,10 @@ function rsyslog.compile(template_or_name, options)
 
   local assemble, assemble_into, produces =
     write_assemblers(fields_of_values, lookups, options.header_of or {})
+  local scan = options.reader and scan_steps
+               and scanner.generate(scan_steps, options.reader, options.header_of or {})
   return { pattern = sequence * record_end, assemble = assemble,
-           assemble_into = assemble_into, produces = produces, steps = steps }
+           assemble_into = assemble_into, produces = produces, steps = steps, scan = scan }
 end
 
 local compiled_of_grammar = setmetatable({}, { __mode = "k" })

@@ -263,9 +263,9 @@ static void describe_failure(sandbox *sb, sandbox_limit limit,
                sb->filename);
     else
       snprintf(r, n, "memory limit exceeded: limit %" PRIu64 " bytes, in use "
-               "%zu, refused a request of %zu bytes, in process_message (%s:%d)",
+               "%zu, refused a request of %zu bytes, in %s (%s:%d)",
                sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size,
-               sb->filename, sb->entry_line);
+               sb->entry_name, sb->filename, sb->entry_line);
     break;
   case SANDBOX_LIMIT_OUTPUT:
     snprintf(r, n, "output limit exceeded: limit %" PRIu64 " bytes, emitted %zu, at %s",
@@ -376,11 +376,22 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
   sb->loading = false;
   /* Raw: a metatable the plugin put on its globals must not run here,
    * outside any limit. */
-  lua_pushliteral(L, "process_message");
-  lua_rawget(L, LUA_GLOBALSINDEX);
+  /* A decoder may read its record by position instead (sandbox_record.c). */
+  sb->by_position = false;
+  if (sb->kind == SANDBOX_DECODER) {
+    lua_pushliteral(L, "process_record");
+    lua_rawget(L, LUA_GLOBALSINDEX);
+    sb->by_position = lua_isfunction(L, -1);
+    if (!sb->by_position) lua_pop(L, 1);
+  }
+  sb->entry_name = sb->by_position ? "process_record" : "process_message";
+  if (!sb->by_position) {
+    lua_pushliteral(L, "process_message");
+    lua_rawget(L, LUA_GLOBALSINDEX);
+  }
   if (!lua_isfunction(L, -1)) {
-    snprintf(err, errlen, "%s does not define the function process_message",
-             sb->filename);
+    snprintf(err, errlen, "%s does not define the function process_message%s",
+             sb->filename, sb->kind == SANDBOX_DECODER ? " (or process_record)" : "");
     goto fail;
   }
   {
@@ -444,24 +455,24 @@ static void recover(sandbox *sb, const sandbox_result *res)
   sb->failures_in_row++;
   if (sb->failures_in_row >= sb->limits.max_failures) {
     stop_for_a_while(sb);
-    log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; plugin stopped "
+    log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; plugin stopped "
              "after %" PRIu32 " failed calls in a row; restarting in %.1f s",
-             sb->name, sb->filename, res->reason, origin, sb->failures_in_row,
+             sb->name, sb->filename, sb->entry_name, res->reason, origin, sb->failures_in_row,
              (double)sb->restart_wait_ms / 1000);
     return;
   }
   if (load_state(sb, err, sizeof err) != 0) {
     stop_for_a_while(sb);
-    log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; plugin stopped: "
+    log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; plugin stopped: "
              "rebuilding its state failed: %s; restarting in %.1f s", sb->name,
-             sb->filename, res->reason, origin, err,
+             sb->filename, sb->entry_name, res->reason, origin, err,
              (double)sb->restart_wait_ms / 1000);
     return;
   }
   sb->stats.restarts++;
-  log_line(sb, "sandbox \"%s\" (%s) process_message: %s; %s; state rebuilt "
+  log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; state rebuilt "
            "(failure %" PRIu32 " of %" PRIu64 " allowed in a row)", sb->name,
-           sb->filename, res->reason, origin, sb->failures_in_row,
+           sb->filename, sb->entry_name, res->reason, origin, sb->failures_in_row,
            sb->limits.max_failures);
 }
 
@@ -541,24 +552,34 @@ void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
                     sandbox_result *res)
 {
   uint32_t first = out->len;
+  uint64_t limit;
   lua_State *L;
 
   result_init(res);
   if (stopped(sb, res)) return;
   L = sb->L; /* a restart makes a new one */
-  if (sb->limits.input_limit && rec->len > sb->limits.input_limit) {
+  /* process_record's positions are int32 (record_byte's reads). */
+  limit = sb->limits.input_limit;
+  if (sb->by_position && (!limit || limit > INT32_MAX)) limit = INT32_MAX;
+  if (limit && rec->len > limit) {
     res->status = SANDBOX_REJECTED;
     res->limit = SANDBOX_LIMIT_INPUT;
     snprintf(res->reason, sizeof res->reason,
              "input limit exceeded: record of %zu bytes, limit %" PRIu64,
-             rec->len, sb->limits.input_limit);
+             rec->len, limit);
     sb->stats.rejected++;
     return;
   }
   sb->origin = rec;
   sb->batch = out;
   lua_pushvalue(L, SLOT_ENTRY);
-  lua_pushlstring(L, rec->bytes, rec->len);
+  if (sb->by_position) {
+    sb->record.bytes = (const uint8_t *)rec->bytes;
+    sb->record.len = (int32_t)rec->len;
+    lua_pushinteger(L, (lua_Integer)rec->len);
+  } else {
+    lua_pushlstring(L, rec->bytes, rec->len);
+  }
   if (run_entry(sb, 1, res)) {
     res->status = entry_status(sb, res);
     sb->failures_in_row = 0;
@@ -567,6 +588,7 @@ void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
   if (res->status != SANDBOX_OK) out->len = first;
   sb->batch = NULL;
   sb->origin = NULL;
+  sb->record.len = 0;
 }
 
 /* Appends the string an encoder returned, within the output limit. */

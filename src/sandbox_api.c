@@ -400,7 +400,7 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
     lua_register(L, "inject_message", api_inject_message);
     sandbox_inject_names(L, sb);
     sandbox_span_open(L, sb);
-    return 0;
+    return sandbox_record_open(L, sb, err, errlen);
   }
   lua_register(L, "inject_payload", api_inject_payload);
   lua_register(L, "inject_message_json", api_inject_message_json);

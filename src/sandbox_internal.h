@@ -28,6 +28,13 @@ typedef struct {
   bool enforce;        /* in a protected call: the limit applies */
 } sandbox_mem;
 
+/* The record a decoder's process_record reads with record_byte (see
+ * sandbox_record.c); len is 0 outside a call. */
+typedef struct {
+  const uint8_t *bytes;
+  int32_t len;
+} sandbox_record;
+
 struct sandbox {
   char *name, *filename, *settings, *module_dirs;
   sandbox_kind kind;
@@ -36,7 +43,9 @@ struct sandbox {
   void *log_ud;
 
   lua_State *L;            /* NULL once stopped */
-  int entry_line;          /* where process_message is defined */
+  bool by_position;        /* defines process_record: reads with record_byte */
+  const char *entry_name;  /* "process_message" or "process_record" */
+  int entry_line;          /* where it is defined */
   bool loading;            /* running the plugin's top level */
   sandbox_mem mem;
   sandbox_stats stats;
@@ -47,6 +56,7 @@ struct sandbox {
 
   /* The call in progress. */
   const msg_origin *origin; /* decoder: the record; encoder: the message's */
+  sandbox_record record;    /* process_record's record */
   msg_batch *batch;         /* decoder output */
   msg scratch;              /* inject_message builds a message here */
   const char *inject_names[MSG_H_COUNT + 1]; /* headers, "Fields": interned */
@@ -78,6 +88,11 @@ void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* sandbox_env.c: builds the restricted environment in a new state. */
 int sandbox_env_open(lua_State *L, char *err, size_t errlen);
+/* Pushes a trusted chunk of ours (source text, never a plugin's) and the FFI
+ * library, its first argument: FFI reaches no script but through the
+ * functions such a chunk defines. Raises on errors. */
+void sandbox_push_trusted(lua_State *L, const char *source, size_t len,
+                          const char *name);
 /* Runs fn(ud) protected; on error writes "cannot build WHAT: why" to err. */
 int sandbox_cpcall(lua_State *L, lua_CFunction fn, void *ud, const char *what,
                    char *err, size_t errlen);
@@ -123,6 +138,8 @@ bool sandbox_span_text(const sandbox *sb, double from, double to,
 bool sandbox_is_span(lua_State *L, const sandbox *sb, int idx);
 void sandbox_span_get(lua_State *L, const sandbox *sb, int idx,
                       const char *name, const char **s, size_t *len);
+/* sandbox_record.c: defines record_byte and record_text for decoders. */
+int sandbox_record_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* sandbox_view.c: defines read_message and read_next_field for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* Counts n bytes against the output limit; raises a Lua error past it. */

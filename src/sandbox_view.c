@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include <lauxlib.h>
-#include <lualib.h>
 
 #include "sandbox_internal.h"
 
@@ -205,11 +204,7 @@ static int open_view(lua_State *L)
 {
   sandbox *sb = lua_touserdata(L, 1);
 
-  if (luaL_loadbufferx(L, view_source, sizeof view_source - 1,
-                       "=message view", "t") != 0)
-    lua_error(L);
-  lua_pushcfunction(L, luaopen_ffi);
-  lua_call(L, 0, 1);
+  sandbox_push_trusted(L, view_source, sizeof view_source - 1, "=message view");
   lua_pushlightuserdata(L, (void *)&sb->current);
   lua_pushlightuserdata(L, &sb->field_iter);
   push_layout(L);

@@ -7,7 +7,8 @@
 --             pgsql): "UTC" (default), "Asia/Shanghai", "+08:00", ...
 --   message_type  the messages' Type (default "syslog")
 --
--- Per record: one LPeg match, then inject_message with
+-- Per record: one scan of the record (rsyslog.scanner) or, for templates it
+-- does not read, one LPeg match, then inject_message with
 --   Timestamp  ns UTC from timestamp (timereported), else timegenerated
 --   Hostname   hostname
 --   Severity   syslogseverity (from pri, or the severity properties)
@@ -32,14 +33,19 @@ local header_of = { timestamp = "Timestamp", hostname = "Hostname",
                     syslogseverity = "Severity", msg = "Payload" }
 -- Text and words (msg, hostname, ...) go to inject_message as record spans:
 -- the bytes are copied from the record, and no Lua string is made for them.
+-- Where every element of the template is one rsyslog.scanner reads, the
+-- decoder reads the record by position (process_record, record_byte): no Lua
+-- string is made of the record either.
 local options = { tz = read_config("tz") or "UTC", header_of = header_of,
-                  spans = record_span }
+                  spans = record_span,
+                  reader = { byte = record_byte, text = record_text, find = record_find,
+                             stops = record_stops, span = record_span } }
 local compiled = rsyslog.compile(template, options)
 if not compiled.produces.timestamp and compiled.produces.timegenerated then
   header_of.timegenerated = "Timestamp"
   compiled = rsyslog.compile(template, options)
 end
-local pattern, assemble_into = compiled.pattern, compiled.assemble_into
+local pattern, assemble_into, scan = compiled.pattern, compiled.assemble_into, compiled.scan
 
 -- Both tables are reused for every record: the assembler sets every field
 -- and header the template makes (nil when absent), and inject_message copies
@@ -51,21 +57,50 @@ local message = {
   Fields = fields,
 }
 
-function process_message(record)
-  if not assemble_into(fields, message, match(pattern, record)) then
-    return -1, rsyslog.mismatch_reason(compiled, record)
-  end
-  -- A numeric procid is the Pid; any other stays a field. It is a span
-  -- when the template writes it (%procid%), a string when the tag has it.
-  local procid = fields.procid
-  if type(procid) == "table" then procid = record:sub(procid[1], procid[2] - 1) end
-  local pid = procid and tonumber(procid)
+-- A numeric procid is the Pid; any other stays a field.
+local function set_pid(pid)
   if pid and pid >= 0 and pid <= 2147483647 and pid % 1 == 0 then
     fields.procid = nil
   else
     pid = nil
   end
   message.Pid = pid
-  inject_message(message)
-  return 0
+end
+
+-- What tonumber reads in a span of the record; digits are read in place.
+local function span_number(span)
+  local from, to = span[1], span[2]
+  if to - from > 9 then return tonumber(record_text(from, to)) end
+  local value = 0
+  for i = from, to - 1 do
+    local c = record_byte(i)
+    if c < 48 or c > 57 then return tonumber(record_text(from, to)) end
+    value = value * 10 + c - 48
+  end
+  return value
+end
+
+if scan then
+  function process_record(length)
+    if not scan(fields, message, length) then
+      return -1, rsyslog.mismatch_reason(compiled, record_text())
+    end
+    local procid = fields.procid
+    set_pid(procid and span_number(procid))
+    inject_message(message)
+    return 0
+  end
+else
+  function process_message(record)
+    if not assemble_into(fields, message, match(pattern, record)) then
+      return -1, rsyslog.mismatch_reason(compiled, record)
+    end
+    -- procid is a span when the template writes it (%procid%), a string
+    -- when the tag has it.
+    local procid = fields.procid
+    if type(procid) == "table" then procid = record:sub(procid[1], procid[2] - 1) end
+    set_pid(procid and tonumber(procid))
+    inject_message(message)
+    return 0
+  end
 end

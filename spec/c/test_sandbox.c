@@ -234,6 +234,52 @@ static void test_record_spans(void)
   sandbox_destroy(sb);
 }
 
+/* process_record: the record read by position, never as cdata, and
+ * nothing of it outside a call. */
+static void test_process_record(void)
+{
+  sandbox_result res;
+  sandbox *sb = decoder("by_position.lua",
+    "local at_load = tostring(record_byte(1)) .. ' ' .. #record_text()\n"
+    "local spaces = record_stops(' ')\n"
+    "local a = record_span()\n"
+    "function process_record(length)\n"
+    "  local first_space = record_find(spaces, 1)\n"
+    "  a[1], a[2] = first_space + 1, length + 1\n"
+    "  inject_message({Payload = a, Fields = {\n"
+    "    length = length, first = record_byte(1), last = record_byte(length),\n"
+    "    outside = tostring(record_byte(0)) .. tostring(record_byte(length + 1)),\n"
+    "    kind = type(record_byte(1)), word = record_text(1, first_space),\n"
+    "    next_space = record_find(spaces, first_space + 1), past = record_find(spaces, 99),\n"
+    "    nan = record_find(spaces, 0/0), at_load = at_load}})\n"
+    "  if record_byte(1) == 98 then record_text(2, 1) end\n"
+    "  if record_byte(1) == 115 then record_find(99, 1) end\n"
+    "end\n", NULL);
+
+  CHECK(sb != NULL);
+  if (!sb) return;
+  CHECK(decode(sb, "hello big world", &res) == SANDBOX_OK);
+  CHECK(strcmp(payload(0), "big world") == 0);
+  CHECK(strcmp(field_text("word", 0), "hello") == 0);
+  CHECK(strcmp(field_text("outside", 0), "nilnil") == 0);
+  CHECK(strcmp(field_text("kind", 0), "number") == 0);
+  CHECK(strcmp(field_text("at_load", 0), "nil 0") == 0);
+  {
+    const msg *m = &batch.msgs[0];
+    const char *names[] = {"length", "first", "last", "next_space", "past", "nan"};
+    double want[] = {15, 'h', 'd', 10, 16, 6};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+      const msg_field *f = msg_find_field(m, names[i], strlen(names[i]), 0);
+      CHECK(f && f->type == MSG_DOUBLE && msg_field_values(m, f)[0].d == want[i]);
+    }
+  }
+  CHECK(decode(sb, "bad positions", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "record_text: positions not in the record (1 <= from <= to <= 14)");
+  CHECK(decode(sb, "set unknown", &res) == SANDBOX_FAILED);
+  CHECK_CONTAINS(res.reason, "record_find: not a set made by record_stops");
+  sandbox_destroy(sb);
+}
+
 static void test_encoder_api(void)
 {
   char err[512];
@@ -674,6 +720,7 @@ int main(void)
   }
   test_decoder_api();
   test_record_spans();
+  test_process_record();
   test_encoder_api();
   test_cpu_limit();
   test_instruction_limit();

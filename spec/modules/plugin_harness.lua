@@ -2,6 +2,8 @@
 -- in a fresh environment offering lumberjit's plugin API (sandbox/README.md):
 -- read_config, read_zoneinfo, require (lpeg, cjson, then lua_modules/ loaded
 -- into the plugin's environment, as the sandbox does), record_span,
+-- record_byte, record_text, record_stops and record_find (process_record
+-- decoders are run with them),
 -- inject_message, inject_payload, inject_message_json
 -- (spec/modules/json_reference.lua's text), read_message and read_next_field.
 --
@@ -48,6 +50,46 @@ local function span_text(span, record)
          and 1 <= from and from <= to and to <= #record + 1,
          "record span whose positions are not in the record")
   return record:sub(from, to - 1)
+end
+
+-- The record readers of src/sandbox_record.c over record_of(), the current
+-- record (nil outside a call), with the same results and errors:
+-- { byte, text, stops, find, span } as rsyslog.compile's reader option wants.
+function harness.record_reader(record_of)
+  local sets = {}
+  local function current() return record_of() or "" end
+  local reader = { span = record_span }
+  function reader.byte(i)
+    local record = current()
+    if i >= 1 and i <= #record then return record:byte(i) end
+    return nil
+  end
+  function reader.text(from, to)
+    local record = current()
+    if from == nil and to == nil then return record end
+    if type(from) ~= "number" or type(to) ~= "number" or from % 1 ~= 0 or to % 1 ~= 0
+       or from < 1 or from > to or to > #record + 1 then
+      error("record_text: positions not in the record (1 <= from <= to <= "
+            .. (#record + 1) .. ")", 2)
+    end
+    return record:sub(from, to - 1)
+  end
+  function reader.stops(bytes)
+    if type(bytes) ~= "string" then error("record_stops: give the bytes as a string", 2) end
+    local set = {}
+    for k = 1, #bytes do set[bytes:byte(k)] = true end
+    sets[#sets + 1] = set
+    return #sets
+  end
+  function reader.find(stops, from)
+    local set, record = sets[stops], current()
+    if set == nil then error("record_find: not a set made by record_stops", 2) end
+    if not (from >= 1) then from = 1 end
+    from = math.floor(from)
+    while from <= #record and not set[record:byte(from)] do from = from + 1 end
+    return from
+  end
+  return reader
 end
 
 local function deep_copy(value, record)
@@ -166,7 +208,10 @@ function harness.load(path, config, options)
     if options.zoneinfo then return options.zoneinfo[name] end
     return read_zone_file(name)
   end
+  local reader = harness.record_reader(function() return plugin.in_call and plugin.record end)
   env.record_span = record_span
+  env.record_byte, env.record_text = reader.byte, reader.text
+  env.record_stops, env.record_find = reader.stops, reader.find
   env.inject_message = options.inject or function(t)
     check_message(t)
     plugin.injected[#plugin.injected + 1] = deep_copy(t, plugin.record)
@@ -195,10 +240,19 @@ function harness.load(path, config, options)
 end
 
 -- Runs a decoder on one record: rc, err, and the messages it injected.
+-- A decoder defining process_record gets the length and reads the record
+-- with record_byte and the others, as in the sandbox.
 function Plugin:decode(record)
   local first = #self.injected + 1
   self.record = record
-  local rc, err = self.env.process_message(record)
+  self.in_call = true
+  local rc, err
+  if self.env.process_record then
+    rc, err = self.env.process_record(#record)
+  else
+    rc, err = self.env.process_message(record)
+  end
+  self.in_call = false
   local messages = {}
   for i = first, #self.injected do messages[#messages + 1] = self.injected[i] end
   return rc, err, messages
