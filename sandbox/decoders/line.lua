@@ -8,14 +8,18 @@
 -- Timestamp is left unset, so inject_message stamps each message with the
 -- time it is injected, in nanoseconds.
 
+-- The Payload is a record span over the whole record, read by position
+-- (process_record): no Lua string is made of the line.
+local line = record_span()
+line[1] = 1
 local message = {
   Type = read_config("message_type") or "line",
   Hostname = read_config("hostname"),
-  Payload = nil,
+  Payload = line,
 }
 
-function process_message(record)
-  message.Payload = record
+function process_record(length)
+  line[2] = length + 1
   inject_message(message)
   return 0
 end
