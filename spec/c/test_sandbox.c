@@ -474,6 +474,38 @@ static void test_instruction_limit(void)
   sandbox_destroy(sb);
 }
 
+/* A compiled loop of record reads (FFI loads and C calls in the trace) is
+ * stopped by either limit like any other. */
+static void test_process_record_limits(void)
+{
+  static const char src[] =
+    "local spaces, x = record_stops(' '), 0\n"
+    "function process_record(length)\n"
+    "  if record_byte(1) ~= 108 then\n"
+    "    x = x + record_find(spaces, 1)\n"
+    "    return inject_message({Payload = record_text()})\n"
+    "  end\n"
+    "  while true do x = x + record_find(spaces, 1) + record_byte(length) end\n"
+    "end\n";
+  sandbox_limits l;
+  sandbox_result res;
+  sandbox *sb;
+
+  for (int by_cpu = 0; by_cpu <= 1; by_cpu++) {
+    sandbox_limits_default(&l);
+    l.cpu_limit_ms = by_cpu ? 50 : 0;
+    l.instruction_limit = by_cpu ? 0 : 2000000;
+    sb = decoder("record_loop.lua", src, &l);
+    CHECK(sb != NULL);
+    if (!sb) return;
+    for (int i = 0; i < 20; i++) CHECK(decode(sb, "warm up", &res) == SANDBOX_OK);
+    expect_stopped(sb, "loop away", by_cpu ? SANDBOX_LIMIT_CPU : SANDBOX_LIMIT_INSTRUCTIONS,
+                   by_cpu ? "cpu limit exceeded" : "instruction limit exceeded");
+    CHECK_CONTAINS(last_log, "record_loop.lua:7");
+    sandbox_destroy(sb);
+  }
+}
+
 static void test_memory_and_output_limits(void)
 {
   sandbox_limits l;
@@ -724,6 +756,7 @@ int main(void)
   test_encoder_api();
   test_cpu_limit();
   test_instruction_limit();
+  test_process_record_limits();
   test_memory_and_output_limits();
   test_memory_full_between_calls();
   test_input_limit();
