@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -54,6 +55,7 @@ typedef struct {
 struct disk_queue {
   char *dir;
   int dirfd;
+  int lockfd;          /* the lock file, flock'ed while the queue is open */
   uint64_t max_bytes, segment_bytes;
   segment *segs;       /* oldest first; appends go to the last */
   size_t nsegs, segs_cap;
@@ -446,6 +448,24 @@ fail:
   return -1;
 }
 
+/* One process at a time: a second would append to the same segments and
+ * delete those the first still reads. flock, not fcntl: its lock belongs
+ * to the open file, so a second dq_open of the directory in this process
+ * conflicts too, and closing another descriptor of the file does not drop
+ * it. The kernel drops it when the process dies, kill -9 included. */
+static int lock_dir(disk_queue *q, char *err, size_t errlen)
+{
+  q->lockfd = openat(q->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (q->lockfd >= 0 && flock(q->lockfd, LOCK_EX | LOCK_NB) == 0) return 0;
+  if (q->lockfd >= 0 && errno == EWOULDBLOCK)
+    snprintf(err, errlen, "disk queue %s: another process uses it (%s/lock "
+             "is locked)", q->dir, q->dir);
+  else
+    snprintf(err, errlen, "disk queue %s: cannot lock it: %s", q->dir,
+             strerror(errno));
+  return -1;
+}
+
 static int cmp_seq(const void *a, const void *b)
 {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -542,6 +562,7 @@ static void dq_free(disk_queue *q)
   if (q->dirfd >= 0) close(q->dirfd);
   if (q->wfd >= 0) close(q->wfd);
   if (q->rfd >= 0) close(q->rfd);
+  if (q->lockfd >= 0) close(q->lockfd); /* last: it guards the files */
   free(q->dir);
   free(q->segs);
   free(q->window);
@@ -562,7 +583,7 @@ int dq_open(disk_queue **out, const char *dir, uint64_t max_bytes,
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  q->dirfd = q->wfd = q->rfd = -1;
+  q->dirfd = q->lockfd = q->wfd = q->rfd = -1;
   q->max_bytes = max_bytes;
   q->segment_bytes = segment_bytes;
   q->cursor_off = q->r_off = SEG_HEADER;
@@ -575,7 +596,8 @@ int dq_open(disk_queue **out, const char *dir, uint64_t max_bytes,
   } else if (max_bytes < MIN_BYTES || segment_bytes < MIN_BYTES) {
     snprintf(err, errlen, "disk queue %s: max_bytes and segment_bytes must "
              "be at least %d", dir, MIN_BYTES);
-  } else if (open_dir(q, err, errlen) == 0 && load(q, err, errlen) == 0) {
+  } else if (open_dir(q, err, errlen) == 0 && lock_dir(q, err, errlen) == 0 &&
+             load(q, err, errlen) == 0) {
     release(q); /* segments the cursor left with nothing to read */
     *out = q;
     return 0;

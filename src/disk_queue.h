@@ -14,6 +14,7 @@
  *   cursor                     text: "lumberjit disk queue cursor 1",
  *                              "segment N", "offset N": where the first
  *                              unacknowledged record starts
+ *   lock                       empty: locked while a queue has it open
  *
  * Integers are little-endian. Records go to the last segment until one
  * would take it past segment_bytes; then a new segment is created (and
@@ -64,10 +65,15 @@
  * dq_open fail, naming the file: it is not ours to cut. A record that
  * changes under a running queue makes dq_read fail; reopening repairs it.
  *
- * One thread (the loop's) uses a queue, and one process a directory;
- * nothing is locked. Reads go through a 256 KiB window of the segment
- * being read, so reading back a record, like appending one, costs a copy
- * and its CRC, not a system call.
+ * One thread (the loop's) uses a queue, and one queue a directory:
+ * dq_open takes an exclusive flock on the file "lock" in it before
+ * reading anything, and fails, saying another process uses it, while
+ * another queue (of this process or another) holds it; dq_close, or the
+ * process's end (a crash included), lets it go.
+ *
+ * Reads go through a 256 KiB window of the segment being read, so reading
+ * back a record, like appending one, costs a copy and its CRC, not a
+ * system call.
  */
 #ifndef LUMBERJIT_DISK_QUEUE_H
 #define LUMBERJIT_DISK_QUEUE_H
@@ -100,10 +106,10 @@ typedef struct {
   uint64_t torn_bytes;      /* cut from the end of the last segment */
 } dq_stats_t;
 
-/* Opens (creating it if missing) the queue in dir and scans it: see the
- * top of the file. max_bytes and segment_bytes must be at least 64. -1
- * with a message naming the file when the directory cannot be used or
- * holds a segment that is not ours. */
+/* Opens (creating it if missing) the queue in dir, locks it and scans it:
+ * see the top of the file. max_bytes and segment_bytes must be at least
+ * 64. -1 with a message naming the file when the directory cannot be
+ * used, another process uses it, or it holds a segment that is not ours. */
 int dq_open(disk_queue **q, const char *dir, uint64_t max_bytes,
             uint64_t segment_bytes, char *err, size_t errlen);
 /* Appends one record (buffered, not yet durable: see dq_sync). Anything

@@ -531,7 +531,6 @@ static int open_disk_buffer(kafka_output *k, const config_kafka *cfg,
             " bytes) from an earlier run; they go out first", k->o->name, dir,
             st.records, st.bytes);
     k->spill_logged = true;
-    uv_timer_start(&k->timer, on_timer, 0, 0);
   }
   return 0;
 }
@@ -556,10 +555,15 @@ int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
   output_open_transport(o, loop, name, &kafka_transport, k, ev);
   k->o = o;
   /* On failure the sink stays as it is: the pipeline's teardown closes
-   * its handles and then frees it, as it does every sink's. */
-  if (!(k->rk = make_producer(k, cfg, err, errlen)) ||
-      wire_queue(k, loop, err, errlen) != 0 ||
-      (buffer_dir && open_disk_buffer(k, cfg, buffer_dir, err, errlen) != 0))
+   * its handles and then frees it, as it does every sink's. The disk
+   * buffer comes first: when another process has it, this one stops
+   * before its producer talks to a broker. */
+  if ((buffer_dir && open_disk_buffer(k, cfg, buffer_dir, err, errlen) != 0) ||
+      !(k->rk = make_producer(k, cfg, err, errlen)) ||
+      wire_queue(k, loop, err, errlen) != 0)
     return -1;
+  /* What the disk buffer kept from an earlier run goes out first, new
+   * records or not. */
+  if (k->dq && kafka_disk_backlog(k)) kafka_wake_later(k, 0);
   return 0;
 }

@@ -27,6 +27,8 @@
  *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
  *                where records go once librdkafka holds memory_bytes (a
  *                broker outage); path defaults to state_dir/kafka-NAME.
+ *                One process at a time: a second one on the same path
+ *                fails at the start, before its producer connects.
  *   max_bytes_per_second, max_messages_per_second
  *                caps on what is produced, so a log storm cannot fill the
  *                uplink; the backlog waits (and holds the inputs).

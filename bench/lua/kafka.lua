@@ -1,11 +1,15 @@
 -- W1's Kafka variant (shared/WORKLOADS.md), run by bench/w1-kafka: varied
--- 247-byte W1 lines from a file -> line decoder -> Logstash JSON encoder ->
--- kafka_output, against a real broker on 127.0.0.1 (spec/e2e/kafka_harness.lua),
--- with lz4, zstd and gzip; and kcat -P producing the same lines with the
--- same codec and acks to the same broker in the same run, alternating.
--- Prints records/s, MB/s (of input lines), CPU seconds, lumberjit's
--- delivery latency percentiles (produce to delivery report) and the ratio
--- to kcat's rate. Every run goes to a fresh topic, whose count is checked.
+-- 247-byte W1 lines from a file -> line decoder -> kafka_output, against a
+-- real broker on 127.0.0.1 (spec/e2e/kafka_harness.lua), with lz4, zstd and
+-- gzip, twice: through the Logstash JSON encoder (~350-byte records) and
+-- through the payload encoder (the line as read, as kcat sends it); and
+-- kcat -P producing the same lines with the same codec and acks to the same
+-- broker in the same run, alternating. Prints, for each, records/s, MB/s
+-- (of input lines), CPU seconds, lumberjit's delivery latency percentiles
+-- (produce to delivery report) and the ratio of its rate to kcat's: the
+-- payload run's is like for like, the JSON run's includes the encoding and
+-- the larger records. Every run goes to a fresh topic, whose count is
+-- checked.
 --
 --   lua5.1 bench/lua/kafka.lua BIN N RUNS CODECS
 local k = dofile("spec/e2e/kafka_harness.lua")
@@ -47,20 +51,23 @@ local function fresh_topic()
   serial = serial + 1
   return "bench-" .. serial
 end
+-- What lumberjit sends: the encoder, and the label it is printed with.
+local encoders = { { name = "json", label = "lumberjit, JSON" }, { name = "payload", label = "lumberjit, as read" } }
+
 -- Topics are made up front: one JVM start for all.
-for _ = 1, (#codecs * runs * 2) do topics[fresh_topic()] = 1 end
+for _ = 1, (#codecs * runs * (#encoders + 1)) do topics[fresh_topic()] = 1 end
 k.create_topics(b, topics)
 serial = 0
 
-local function lumberjit(codec, topic)
+local function lumberjit(encoder, codec, topic)
   run.write(work .. "/config.lua", ([[
 lumberjit = { dead_letter_path = "%s/dead.log" }
 file = { type = "file_input", path = "%s", decoder = "line" }
 line = { type = "decoder", filename = "decoders/line.lua" }
-json = { type = "encoder", filename = "encoders/json.lua" }
-kafka = { type = "kafka_output", encoder = "json", message_matcher = "TRUE", brokers = "%s",
+%s = { type = "encoder", filename = "encoders/%s.lua" }
+kafka = { type = "kafka_output", encoder = "%s", message_matcher = "TRUE", brokers = "%s",
           topic = "%s", compression = "%s" }
-]]):format(work, lines, b.bootstrap, topic, codec))
+]]):format(work, lines, encoder, encoder, encoder, b.bootstrap, topic, codec))
   local wall, cpu = timed(("%s -c %s/config.lua"):format(run.quote(bin), work), work .. "/lj.err")
   local err = run.read(work .. "/lj.err")
   local lat = { err:match("delivery latency p50 ([%d.]+) ms, p95 ([%d.]+) ms, p99 ([%d.]+) ms, p99.9 ([%d.]+) ms, max ([%d.]+) ms") }
@@ -73,28 +80,47 @@ local function kcat(codec, topic)
     b.bootstrap, topic, codec, lines), work .. "/kcat.err")
 end
 
+local function median_latency(lats)
+  table.sort(lats, function(x, y) return tonumber(x[1]) < tonumber(y[1]) end)
+  return lats[math.floor((#lats + 1) / 2)]
+end
+
+local function row(codec, label, wall, cpu)
+  return ("%-6s %-19s %8.0f records/s %6.1f MB/s %5.2f CPU-s"):format(codec, label, n / wall, bytes / wall / 1e6, cpu)
+end
+
 print(("W1 to Kafka: %d varied lines of ~247 B (%.1f MB), median of %d runs, broker on 127.0.0.1"):format(
   n, bytes / 1e6, runs))
-print("lumberjit: file -> line decoder -> JSON encoder -> kafka_output (acks=all); kcat -P: the raw lines")
+print("lumberjit: file -> line decoder -> JSON encoder (~350 B records) or payload encoder (the line as read)"
+  .. " -> kafka_output (acks=all); kcat -P: the raw lines")
 for _, codec in ipairs(codecs) do
-  local lw, lc, kw, kc, lats = {}, {}, {}, {}, {}
+  local kw, kc, lj = {}, {}, {}
+  for i = 1, #encoders do lj[i] = { wall = {}, cpu = {}, lat = {} } end
   for _ = 1, runs do
-    local t1, t2 = fresh_topic(), fresh_topic()
-    local w, c, lat = lumberjit(codec, t1)
-    lw[#lw + 1], lc[#lc + 1], lats[#lats + 1] = w, c, lat
-    assert(k.count(b, t1) == n, "lumberjit: not every line arrived")
-    w, c = kcat(codec, t2)
+    for i, e in ipairs(encoders) do
+      local topic = fresh_topic()
+      local w, c, lat = lumberjit(e.name, codec, topic)
+      table.insert(lj[i].wall, w)
+      table.insert(lj[i].cpu, c)
+      table.insert(lj[i].lat, lat)
+      assert(k.count(b, topic) == n, e.label .. ": not every line arrived")
+    end
+    local topic = fresh_topic()
+    local w, c = kcat(codec, topic)
     kw[#kw + 1], kc[#kc + 1] = w, c
-    assert(k.count(b, t2) == n, "kcat: not every line arrived")
+    assert(k.count(b, topic) == n, "kcat: not every line arrived")
   end
-  local l_wall, k_wall = median(lw), median(kw)
-  table.sort(lats, function(x, y) return tonumber(x[1]) < tonumber(y[1]) end)
-  local lat = lats[math.floor((#lats + 1) / 2)]
-  print(("%-6s lumberjit %8.0f records/s %6.1f MB/s %5.2f CPU-s | kcat %8.0f records/s %6.1f MB/s %5.2f CPU-s | ratio %.2f"):format(
-    codec, n / l_wall, bytes / l_wall / 1e6, median(lc), n / k_wall, bytes / k_wall / 1e6, median(kc),
-    k_wall / l_wall))
-  print(("       lumberjit delivery latency: p50 %s ms, p95 %s ms, p99 %s ms, p99.9 %s ms, max %s ms"):format(
-    lat[1], lat[2], lat[3], lat[4], lat[5]))
+  local k_wall = median(kw)
+  print(row(codec, "kcat -P", k_wall, median(kc)))
+  for i, e in ipairs(encoders) do
+    local wall = median(lj[i].wall)
+    print(row("", e.label, wall, median(lj[i].cpu)) .. (" | ratio to kcat %.2f"):format(k_wall / wall))
+  end
+  for i, e in ipairs(encoders) do
+    local lat = median_latency(lj[i].lat)
+    print(("       %s: delivery latency p50 %s ms, p95 %s ms, p99 %s ms, p99.9 %s ms, max %s ms"):format(
+      e.label, lat[1], lat[2], lat[3], lat[4], lat[5]))
+  end
 end
 k.destroy(b)
 run.cleanup(work)

@@ -6,7 +6,8 @@
  * surviving segments; a segment cut at every byte, corruption in a middle
  * segment, foreign segments, random garbage; rewind; records larger than
  * the buffers; a write the file takes only in part; and a million records
- * through append, sync, read and ack.
+ * through append, sync, read and ack; and one queue at a time in a
+ * directory.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -469,6 +470,28 @@ static void test_foreign_files(void)
   finish(&f);
 }
 
+/* flock's lock belongs to the open file, so a second open in this
+ * process stands for a second process. */
+static void test_locked(void)
+{
+  fixture f;
+  disk_queue *q = NULL;
+
+  start(&f, "locked", 1 << 20, 4096);
+  append_n(&f, 0, 3, 0);
+  CHECK(dq_sync(f.q, err, sizeof err) == DQ_OK);
+  CHECK(dq_open(&q, f.dir, 1 << 20, 4096, err, sizeof err) == -1 && !q);
+  CHECK_CONTAINS(err, f.dir);
+  CHECK_CONTAINS(err, "another process uses it");
+  /* The failed open left the queue as it was. */
+  for (unsigned i = 0; i < 3; i++) read_expect(&f, i, 0);
+  CHECK(nothing_unread(&f));
+  CHECK(dq_close(f.q) == 0);
+  f.q = open_q(f.dir, 1 << 20, 4096, false);
+  for (unsigned i = 0; i < 3; i++) read_expect(&f, i, 0);
+  finish(&f);
+}
+
 static void test_rewind(void)
 {
   fixture f;
@@ -685,6 +708,7 @@ int main(void)
   corrupt_middle(false);
   corrupt_middle(true);
   test_foreign_files();
+  test_locked();
   test_rewind();
   test_large_records();
   test_partial_write();

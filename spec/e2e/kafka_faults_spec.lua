@@ -3,7 +3,7 @@
 -- 1,000,000-line stream, lumberjit killed with SIGKILL and started again,
 -- checkpoints that wait for delivery reports, and the disk buffer filling
 -- to its cap, holding the inputs, draining in order and outliving a
--- restart. Every line must arrive; duplicates are counted and held to the
+-- restart; a second lumberjit on the same disk buffer. Every line must arrive; duplicates are counted and held to the
 -- bound output_kafka.h and checkpoint.h give.
 local run = dofile("spec/e2e/run.lua")
 local h = dofile("spec/e2e/syslog_harness.lua")
@@ -104,7 +104,7 @@ describe("kafka_output faults", function()
 
   setup(function()
     b = k.start()
-    k.create_topics(b, { ckpt = 1, stream = 3, crash = 3, spill = 1, kept = 1 })
+    k.create_topics(b, { ckpt = 1, stream = 3, crash = 3, spill = 1, kept = 1, locked = 1 })
   end)
 
   teardown(function()
@@ -227,5 +227,32 @@ describe("kafka_output faults", function()
     local total, distinct, ordered = dump(b, dir, "kept")
     assert.are.same({ 5000, 5000, true }, { total, distinct, ordered })
     run.cleanup(dir)
+  end)
+
+  it("lets one lumberjit at a time use a disk buffer: a second stops at the start, taking nothing", function()
+    local output = [[topic = "locked", disk_buffer = { path = "%s/buffer", max_bytes = 100000000 }]]
+    local dir = prepare(b, 1000, output:format("$DIR"))
+    stop_on_exit(dir, b)
+    start(dir)
+    assert.truthy(k.count(b, "locked", { min = 1000, seconds = 60 }))
+    -- Its own state_dir and input, the first one's disk buffer.
+    local other = prepare(b, 10, output:format(dir))
+    stop_on_exit(other, b)
+    local r = run.lumberjit{ config_path = other .. "/config.lua" }
+    assert.are_not.equal(0, r.status)
+    assert.truthy(r.stderr:find("disk queue " .. dir .. "/buffer: another process uses it", 1, true), r.stderr)
+    assert.is_nil(run.read(other .. "/state/checkpoints"))
+    assert.is_true(pid_alive(dir))
+    run.cleanup(r.dir)
+    local status, stderr = stop(dir)
+    assert.are.equal(0, status, stderr)
+    -- Free again once the first stopped.
+    start(other)
+    assert.truthy(k.count(b, "locked", { min = 1010, seconds = 60 }))
+    status, stderr = stop(other)
+    assert.are.equal(0, status, stderr)
+    assert.are.equal(1010, k.count(b, "locked"))
+    run.cleanup(dir)
+    run.cleanup(other)
   end)
 end)
