@@ -1,12 +1,13 @@
--- Micro-benchmark of the syslog encoders in Lua: rfc5424.lua, template.lua
--- with W3's template and with RSYSLOG_FileFormat (RFC 3339 dates), and
--- json.lua for comparison, each on the messages the rsyslog decoder makes of
--- varied W3 lines (bench/lib/gen_lines.py). Not a test.
+-- Micro-benchmark of the syslog encoders in Lua: rfc5424.lua and
+-- template.lua with W3's template and with RSYSLOG_FileFormat (RFC 3339
+-- dates), each on the messages the rsyslog decoder makes of varied W3 lines
+-- (bench/lib/gen_lines.py). Not a test. (json.lua writes in C: its cost is
+-- in bench/w3-pipeline.)
 --
 --   luajit bench/lua/syslog_encoders.lua [iterations]     (from the repo root;
 --   Debian's luajit package: apt-get install luajit; needs python3)
 --
--- As in decode_encode.lua, read_message and read_next_field are reduced to
+-- read_message and read_next_field are reduced to
 -- table reads, so the figures are the encoders' own cost (the C API calls
 -- they make cost extra in lumberjit). Timestamps get a varying microsecond
 -- part, so RFC 3339 dates are written anew for every message, as they are
@@ -29,25 +30,28 @@ local function varied_lines()
   return lines
 end
 
--- The decoded messages, frozen, each with its fields as read_next_field gives them.
+-- The decoded messages (record spans read as text by the harness), frozen,
+-- each with its fields as read_next_field gives them.
 local function decoded_messages(lines)
   local messages = {}
   local decoder = harness.load("sandbox/decoders/rsyslog.lua",
-                               { template = w3_template, tz = "Asia/Shanghai" },
-                               { inject = function(message)
-                                   local frozen, fields = {}, {}
-                                   for k, v in pairs(message) do frozen[k] = v end
-                                   for name, value in pairs(message.Fields) do
-                                     frozen["Fields[" .. name .. "]"] = value
-                                     fields[#fields + 1] = { name = name, value = value,
-                                       value_type = type(value) == "number" and 3 or 0 }
-                                   end
-                                   table.sort(fields, function(a, b) return a.name < b.name end)
-                                   frozen.fields = fields
-                                   frozen.Timestamp = frozen.Timestamp + #messages % 1000 * 1e3 + 1e3
-                                   messages[#messages + 1] = frozen
-                                 end })
-  for _, line in ipairs(lines) do decoder.env.process_message(line) end
+                               { template = w3_template, tz = "Asia/Shanghai" })
+  for _, line in ipairs(lines) do
+    local _, _, decoded = decoder:decode(line)
+    for _, message in ipairs(decoded) do
+      local frozen, fields = {}, {}
+      for k, v in pairs(message) do frozen[k] = v end
+      for name, value in pairs(message.Fields) do
+        frozen["Fields[" .. name .. "]"] = value
+        fields[#fields + 1] = { name = name, value = value,
+          value_type = type(value) == "number" and 3 or 0 }
+      end
+      table.sort(fields, function(a, b) return a.name < b.name end)
+      frozen.fields = fields
+      frozen.Timestamp = frozen.Timestamp + #messages % 1000 * 1e3 + 1e3
+      messages[#messages + 1] = frozen
+    end
+  end
   return messages
 end
 
@@ -85,4 +89,3 @@ measure("template (W3)", encoder_of("sandbox/encoders/template.lua",
                                     { template = w3_template, tz = "Asia/Shanghai" }))
 measure("template (RSYSLOG_FileFormat)", encoder_of("sandbox/encoders/template.lua",
                                     { template = "RSYSLOG_FileFormat", tz = "Asia/Shanghai" }))
-measure("json", encoder_of("sandbox/encoders/json.lua"))
