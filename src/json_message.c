@@ -57,18 +57,62 @@ static const char *short_escape(unsigned char c)
   }
 }
 
-/* Whether any of the 8 bytes of x is other than printable ASCII (below
- * 0x20, 0x7f and up) or is '"' or '\\'. SWAR tests (Hacker's Delight,
- * 6-1): (v - 0x01..) & ~v sets the high bit of a byte of v that is 0,
- * (v - n..) & ~v of one below n; a borrow or carry runs on only from a byte
- * that is itself flagged, so the answer for the word is exact. */
-static inline bool any_special(uint64_t x)
-{
-  const uint64_t ones = 0x0101010101010101u, high = ones * 0x80;
-  uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+/* The high bit of each byte of a word. */
+#define HIGH_BITS 0x8080808080808080u
 
-  return (((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) |
-          ((backslash - ones) & ~backslash) | x | (x + ones)) & high;
+/* Flags the bytes of x that are other than printable ASCII (below 0x20,
+ * 0x7f and up) or are '"' or '\\' by their high bit in what it returns
+ * (its other bits mean nothing); so (special(x) & HIGH_BITS) says whether
+ * there is any. SWAR (Hacker's Delight, 6-1): subtracting 0x20 from each
+ * byte sets the high bit of one below 0x20, subtracting 1 that of one that
+ * is 0 (so of '"' and '\\' once xor'ed away), adding 1 that of 0x7f; the
+ * bytes whose high bit the subtractions set otherwise are 0x80 and up,
+ * which x itself flags. A borrow or carry runs on only from a flagged
+ * byte, so the answer is exact for the word, and for words or'ed
+ * together. */
+static inline uint64_t special(uint64_t x)
+{
+  const uint64_t ones = 0x0101010101010101u;
+
+  return (x - ones * 0x20) | ((x ^ (ones * '"')) - ones) |
+         ((x ^ (ones * '\\')) - ones) | x | (x + ones);
+}
+
+/* Copies the len bytes at u to p as they are; true if none needed
+ * escaping (else the caller writes over them). No branch per word, and no
+ * copy of variable size (a library call): the last 1 to 7 bytes go as the
+ * word that ends the string, and a string shorter than a word as two
+ * overlapping halves or as its first, middle and last byte, tested as one
+ * word, where each byte sits in it not mattering. */
+static bool copy_plain(char *p, const unsigned char *u, size_t len)
+{
+  uint64_t word, flags = 0;
+  uint32_t lo, hi;
+
+  if (len >= 8) {
+    for (size_t i = 0; i < len - 7; i += 8) {
+      memcpy(&word, u + i, 8);
+      memcpy(p + i, &word, 8);
+      flags |= special(word);
+    }
+    memcpy(&word, u + len - 8, 8);
+    memcpy(p + len - 8, &word, 8);
+    return !((flags | special(word)) & HIGH_BITS);
+  }
+  if (len >= 4) {
+    memcpy(&lo, u, 4);
+    memcpy(&hi, u + len - 4, 4);
+    memcpy(p, &lo, 4);
+    memcpy(p + len - 4, &hi, 4);
+    return !(special((uint64_t)lo << 32 | hi) & HIGH_BITS);
+  }
+  if (len == 0) return true;
+  /* Padded with '.', plain. */
+  p[0] = (char)u[0];
+  p[len / 2] = (char)u[len / 2];
+  p[len - 1] = (char)u[len - 1];
+  return !(special(0x2e2e2e2e2e000000u | (uint64_t)u[0] << 16 |
+                   (uint64_t)u[len / 2] << 8 | u[len - 1]) & HIGH_BITS);
 }
 
 /* One byte that is not plain ASCII at u: a valid UTF-8 sequence is copied,
@@ -93,47 +137,34 @@ static size_t put_special(char **p, const unsigned char *u, size_t avail)
   return 1;
 }
 
-/* Copies the next 8 bytes of u to *p, or all of them when fewer are
- * left, if none needs escaping (the bytes past a short tail, padded with a
- * plain one, are written but not counted: the reservation has room). */
-static bool plain_word(char **p, const unsigned char *u, size_t avail)
-{
-  unsigned char chunk[8] = {'.', '.', '.', '.', '.', '.', '.', '.'};
-  uint64_t word;
-  size_t n = avail < 8 ? avail : 8;
-
-  if (n == 8) memcpy(chunk, u, 8);
-  else memcpy(chunk, u, n);
-  memcpy(&word, chunk, 8);
-  if (any_special(word)) return false;
-  memcpy(*p, chunk, 8);
-  *p += n;
-  return true;
-}
-
 /* Input bytes escaped per reservation: an escape is at most 6 bytes, so a
  * long string never reserves much more than it takes. */
 #define ESCAPE_BLOCK 512
 
-/* A string's body: plain ASCII copied 8 bytes at a time (the bulk of log
- * text; a short tail too), else byte by byte; valid UTF-8 copied whole. Written through a
- * local cursor: stores through a char pointer may alias the buffer's
- * fields, which the compiler would otherwise reload after each. */
-static bool put_escaped(buf *b, const char *s, size_t len)
+/* A string's body that needs escapes (or is long): plain ASCII copied 8
+ * bytes at a time, else byte by byte; valid UTF-8 copied whole. Written
+ * through a local cursor: stores through a char pointer may alias the
+ * buffer's fields, which the compiler would otherwise reload after each.
+ * Not inlined, so that put_escaped has few registers to save. */
+static __attribute__((noinline)) bool
+put_escapes(buf *b, const unsigned char *u, size_t len)
 {
-  const unsigned char *u = (const unsigned char *)s;
   size_t i = 0;
+  uint64_t word;
 
   while (i < len) {
     size_t end = len - i > ESCAPE_BLOCK ? i + ESCAPE_BLOCK : len;
     char *p;
-    /* 6 bytes an input byte, the 8 a word store may write past the text,
-     * and the 3 a UTF-8 sequence may reach past the block. */
+    /* 6 bytes an input byte, and the 7 a word and the 3 a UTF-8 sequence
+     * may reach past the block. */
     if (!reserve(b, (end - i) * 6 + 16)) return false;
     p = at(b);
     while (i < end) {
-      if (plain_word(&p, u + i, len - i)) {
-        i += len - i < 8 ? len - i : 8;
+      if (len - i >= 8 &&
+          (memcpy(&word, u + i, 8), !(special(word) & HIGH_BITS))) {
+        memcpy(p, &word, 8);
+        p += 8;
+        i += 8;
       } else if (u[i] >= 0x20 && u[i] < 0x7f && u[i] != '"' && u[i] != '\\') {
         *p++ = (char)u[i++];
       } else {
@@ -143,6 +174,22 @@ static bool put_escaped(buf *b, const char *s, size_t len)
     b->len = (size_t)(p - b->data);
   }
   return true;
+}
+
+/* A string's body: most are short and need no escape, and are copied
+ * whole. */
+static bool put_escaped(buf *b, const char *s, size_t len)
+{
+  const unsigned char *u = (const unsigned char *)s;
+
+  if (len <= ESCAPE_BLOCK) {
+    if (!reserve(b, len)) return false;
+    if (copy_plain(at(b), u, len)) {
+      b->len += len;
+      return true;
+    }
+  }
+  return put_escapes(b, u, len);
 }
 
 static bool put_quoted(buf *b, const char *s, size_t len)
@@ -167,11 +214,16 @@ static void put_number(buf *b, double x)
   long long i = x > -0x1p63 && x < 0x1p63 ? (long long)x : 0;
 
   if ((double)i == x) {
-    char *end = text + sizeof text;
+    /* The digits end 20 bytes into text (the longest integer,
+     * "-9223372036854775808", takes 20) and go out as the 20 bytes from
+     * where they start, counting only themselves: a copy of fixed size is
+     * a few moves, one of variable size a library call. */
+    char *end = text + 20;
     char *start = digits(end, i < 0 ? 0ULL - (unsigned long long)i
                                     : (unsigned long long)i);
     if (i < 0) *--start = '-';
-    put(b, start, (size_t)(end - start));
+    memcpy(at(b), start, 20);
+    b->len += (size_t)(end - start);
   } else if (isnan(x) || isinf(x)) {
     PUT_LITERAL(b, "null");
   } else {
@@ -181,13 +233,22 @@ static void put_number(buf *b, double x)
   }
 }
 
-/* Each thread's last second as text: events come in runs of one second. */
+/* Each thread's last day as text ("\"2026-05-19T"): events come in runs
+ * of one day. A timestamp (int64 nanoseconds) falls within the years 1677
+ * to 2262, so the text fits. */
 static _Thread_local struct {
-  double second;
+  double day;
   bool valid;
-  char text[32];     /* "\"2026-05-19T10:30:17" */
+  char text[16];
   size_t len;
-} last_second;
+} last_day;
+
+/* Two digits of v (0 to 99) at p. */
+static void two_digits(char *p, int v)
+{
+  p[0] = (char)('0' + v / 10);
+  p[1] = (char)('0' + v % 10);
+}
 
 /* date.iso8601_utc_ms: rounded to the microsecond first (as the double
  * Lua reads), then cut to the millisecond. Within 64 reserved bytes. */
@@ -195,26 +256,35 @@ static void put_timestamp(buf *b, int64_t ns)
 {
   double ms_total = floor(floor((double)ns / 1e3 + 0.5) / 1e3);
   double second = floor(ms_total / 1000);
+  double day = floor(second / 86400);
   int ms = (int)(ms_total - second * 1000);
-  char tail[6] = {'.', (char)('0' + ms / 100), (char)('0' + ms / 10 % 10),
-                  (char)('0' + ms % 10), 'Z', '"'};
+  int in_day = (int)(second - day * 86400);
+  char clock[14] = {0, 0, ':', 0, 0, ':', 0, 0, '.', (char)('0' + ms / 100),
+                    (char)('0' + ms / 10 % 10), (char)('0' + ms % 10), 'Z',
+                    '"'};
 
-  if (!last_second.valid || last_second.second != second) {
+  if (!last_day.valid || last_day.day != day) {
     time_t t = (time_t)second;
     struct tm tm;
     if (!gmtime_r(&t, &tm)) {
       PUT_LITERAL(b, "null");
       return;
     }
-    last_second.len = (size_t)snprintf(
-      last_second.text, sizeof last_second.text,
-      "\"%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    last_second.second = second;
-    last_second.valid = true;
+    last_day.len = (size_t)snprintf(last_day.text, sizeof last_day.text,
+                                    "\"%04d-%02d-%02dT", tm.tm_year + 1900,
+                                    tm.tm_mon + 1, tm.tm_mday);
+    last_day.day = day;
+    last_day.valid = true;
   }
-  put(b, last_second.text, last_second.len);
-  put(b, tail, sizeof tail);
+  /* The time of day by hand: snprintf at each new second cost more than
+   * all the rest of the timestamp. */
+  two_digits(clock, in_day / 3600);
+  two_digits(clock + 3, in_day / 60 % 60);
+  two_digits(clock + 6, in_day % 60);
+  /* All 16 bytes, a copy of fixed size; only the text counts. */
+  memcpy(at(b), last_day.text, sizeof last_day.text);
+  b->len += last_day.len;
+  put(b, clock, sizeof clock);
 }
 
 /* A header string under its key (",\"message\":"), if set. */
