@@ -70,8 +70,8 @@ bool msg_store_growing(msg *m, const void *bytes, size_t len, msg_span *out)
   return true;
 }
 
-msg_field *msg_add_field(msg *m, const char *name, size_t name_len,
-                         msg_value_type type, uint32_t count)
+msg_field *msg_add_field_growing(msg *m, const char *name, size_t name_len,
+                                 msg_value_type type, uint32_t count)
 {
   msg_field *f;
   msg_span sname;

@@ -127,8 +127,24 @@ static inline const char *msg_str(const msg *m, msg_span s)
 
 /* Appends a field with `count` zeroed values of `type`; returns it, or NULL
  * when memory is exhausted. The caller fills msg_field_values(). */
-msg_field *msg_add_field(msg *m, const char *name, size_t name_len,
-                         msg_value_type type, uint32_t count);
+msg_field *msg_add_field_growing(msg *m, const char *name, size_t name_len,
+                                 msg_value_type type, uint32_t count);
+/* Inline where the tables have room, which after the first messages they
+ * have: a decoder adds a handful of fields to every message. */
+static inline msg_field *msg_add_field(msg *m, const char *name, size_t name_len,
+                                       msg_value_type type, uint32_t count)
+{
+  msg_field *f;
+  msg_span sname;
+
+  if (count != 1 || m->nfields >= m->fields_cap || m->nvalues >= m->values_cap)
+    return msg_add_field_growing(m, name, name_len, type, count);
+  if (!msg_store(m, name, name_len, &sname)) return NULL;
+  f = &m->fields[m->nfields++];
+  *f = (msg_field){.name = sname, .type = type, .first = m->nvalues, .count = 1};
+  m->values[m->nvalues++] = (msg_value){.i = 0};
+  return f;
+}
 
 static inline msg_value *msg_field_values(const msg *m, const msg_field *f)
 {

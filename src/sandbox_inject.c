@@ -73,8 +73,8 @@ static bool array_empty(const GCtab *t)
 
 /* A string, or a record span (sandbox_span.c) whose positions are in the
  * record: its text. */
-static bool text_of(const sandbox *sb, cTValue *value, const char **s,
-                    size_t *len)
+static inline bool text_of(const sandbox *sb, cTValue *value, const char **s,
+                           size_t *len)
 {
   GCtab *t;
   cTValue *positions;
@@ -89,11 +89,10 @@ static bool text_of(const sandbox *sb, cTValue *value, const char **s,
   positions = tvref(t->array);
   return (const void *)gcref(t->metatable) == sb->span_mt && t->asize > 2 &&
          tvisnumber(&positions[1]) && tvisnumber(&positions[2]) &&
-         sandbox_span_text(sb, numberVnum(&positions[1]),
-                           numberVnum(&positions[2]), s, len);
+         sandbox_span_text(sb, numberVnum(&positions[1]), numberVnum(&positions[2]), s, len);
 }
 
-static bool add_field(const sandbox *sb, msg *m, cTValue *key,
+static inline bool add_field(const sandbox *sb, msg *m, cTValue *key,
                       cTValue *value, size_t *count)
 {
   GCstr *name = strV(key);
@@ -120,10 +119,48 @@ static bool add_field(const sandbox *sb, msg *m, cTValue *key,
   return true;
 }
 
-static bool add_fields(const sandbox *sb, msg *m, cTValue *value,
-                       size_t *count)
+/* Names in msg_sort_fields' order. */
+static bool name_before(const GCstr *a, const GCstr *b)
 {
-  uint32_t from = m->nfields;
+  size_t n = a->len < b->len ? a->len : b->len;
+  int c = memcmp(strdata(a), strdata(b), n);
+
+  return c < 0 || (c == 0 && a->len < b->len);
+}
+
+/* Puts the n nodes listed in order (ascending) in name order. A decoder
+ * reuses one Fields table, whose keys stay at the same nodes from message
+ * to message: the order kept from the last message is taken when it has
+ * the same nodes and is still in name order (n - 1 comparisons, where
+ * sorting took a tenth of the fast path), else the nodes are sorted. */
+static void name_order(sandbox *sb, const GCtab *t, uint32_t *order, uint32_t n)
+{
+  const Node *node = noderef(t->node);
+  uint32_t *kept = sb->field_order;
+  bool same = sb->field_order_hmask == t->hmask && sb->field_order_n == n;
+
+  for (uint32_t k = 0; same && k < n; k++)
+    same = !tvisnil(&node[kept[k]].val) && tvisstr(&node[kept[k]].key) &&
+           (k == 0 || name_before(strV(&node[kept[k - 1]].key),
+                                  strV(&node[kept[k]].key)));
+  if (same) {
+    memcpy(order, kept, n * sizeof *order);
+    return;
+  }
+  for (uint32_t i = 1; i < n; i++) {
+    uint32_t x = order[i], j = i;
+    for (; j > 0 && name_before(strV(&node[x].key), strV(&node[order[j - 1]].key)); j--)
+      order[j] = order[j - 1];
+    order[j] = x;
+  }
+  memcpy(kept, order, n * sizeof *order);
+  sb->field_order_n = n;
+  sb->field_order_hmask = t->hmask;
+}
+
+static bool add_fields(sandbox *sb, msg *m, cTValue *value, size_t *count)
+{
+  uint32_t order[SANDBOX_FIELD_ORDER_MAX], n = 0, from = m->nfields;
   GCtab *t;
   Node *node;
 
@@ -133,11 +170,22 @@ static bool add_fields(const sandbox *sb, msg *m, cTValue *value,
   node = noderef(t->node);
   for (uint32_t i = 0; i <= t->hmask; i++) {
     if (tvisnil(&node[i].val)) continue;
-    if (!tvisstr(&node[i].key) ||
-        !add_field(sb, m, &node[i].key, &node[i].val, count))
-      return false;
+    if (!tvisstr(&node[i].key)) return false;
+    if (n < SANDBOX_FIELD_ORDER_MAX) order[n] = i;
+    n++;
   }
-  msg_sort_fields(m, from);
+  if (n > SANDBOX_FIELD_ORDER_MAX) {
+    for (uint32_t i = 0; i <= t->hmask; i++)
+      if (!tvisnil(&node[i].val) &&
+          !add_field(sb, m, &node[i].key, &node[i].val, count))
+        return false;
+    msg_sort_fields(m, from);
+    return true;
+  }
+  name_order(sb, t, order, n);
+  for (uint32_t k = 0; k < n; k++)
+    if (!add_field(sb, m, &node[order[k]].key, &node[order[k]].val, count))
+      return false;
   return true;
 }
 

@@ -28,6 +28,9 @@ typedef struct {
   bool enforce;        /* in a protected call: the limit applies */
 } sandbox_mem;
 
+/* Fields tables with more keys than this are sorted after they are added. */
+#define SANDBOX_FIELD_ORDER_MAX 64
+
 /* The record a decoder's process_record reads with record_byte (see
  * sandbox_record.c); len is 0 outside a call. */
 typedef struct {
@@ -61,6 +64,10 @@ struct sandbox {
   msg scratch;              /* inject_message builds a message here */
   const char *inject_names[MSG_H_COUNT + 1]; /* headers, "Fields": interned */
   const void *span_mt;      /* the metatable of record spans */
+  /* The Fields table's nodes in name order, as the last message had them
+   * (sandbox_inject.c): hmask + 1 nodes, field_order_n of them in use. */
+  uint32_t field_order[SANDBOX_FIELD_ORDER_MAX];
+  uint32_t field_order_n, field_order_hmask;
   const msg *current;       /* encoder input */
   uint32_t field_iter;      /* read_next_field position */
   buf *out;                 /* encoder output */
@@ -133,8 +140,24 @@ bool sandbox_inject_fast(lua_State *L, sandbox *sb);
  * whether the value at idx is a span; sandbox_span_get gives its text, or
  * raises an error naming the header or field `name`. */
 void sandbox_span_open(lua_State *L, sandbox *sb);
-bool sandbox_span_text(const sandbox *sb, double from, double to,
-                       const char **s, size_t *len);
+/* Whole numbers are told by converting back: both are within the record
+ * by then, so the conversion is defined. Inline: inject_message's fast
+ * path reads a few spans per message. */
+static inline bool sandbox_span_text(const sandbox *sb, double from, double to,
+                                     const char **s, size_t *len)
+{
+  const msg_origin *o = sb->origin;
+  size_t first, end;
+
+  if (!o || !(from >= 1 && from <= to && to <= (double)o->len + 1))
+    return false;
+  first = (size_t)from;
+  end = (size_t)to;
+  if ((double)first != from || (double)end != to) return false;
+  *s = o->bytes + first - 1;
+  *len = end - first;
+  return true;
+}
 bool sandbox_is_span(lua_State *L, const sandbox *sb, int idx);
 void sandbox_span_get(lua_State *L, const sandbox *sb, int idx,
                       const char *name, const char **s, size_t *len);

@@ -41,24 +41,6 @@ void sandbox_span_open(lua_State *L, sandbox *sb)
   lua_register(L, "record_span", api_record_span);
 }
 
-/* Whole numbers are told by converting back: both are within the record
- * by then, so the conversion is defined. */
-bool sandbox_span_text(const sandbox *sb, double from, double to,
-                       const char **s, size_t *len)
-{
-  const msg_origin *o = sb->origin;
-  size_t first, end;
-
-  if (!o || !(from >= 1 && from <= to && to <= (double)o->len + 1))
-    return false;
-  first = (size_t)from;
-  end = (size_t)to;
-  if ((double)first != from || (double)end != to) return false;
-  *s = o->bytes + first - 1;
-  *len = end - first;
-  return true;
-}
-
 bool sandbox_is_span(lua_State *L, const sandbox *sb, int idx)
 {
   bool span;
