@@ -64,8 +64,9 @@ end
 non_digits = concat(non_digits)
 
 -- Each writer appends the step's code to `code` (reading at i, leaving i
--- after the step, `return nil` when the record does not match) and returns
--- its fields as { name, Lua expression of the value } read after the match.
+-- after the step, `return nil` when the record does not match), and any
+-- definitions it needs to `prelude`, and returns its fields as { name, Lua
+-- expression of the value } read after the match.
 -- `k` numbers the step's locals; `span(k)` names a record span for it.
 local writers = {}
 
@@ -100,34 +101,52 @@ end
 
 -- date.rfc3164_text: month (any case) " " day " " hh:mm:ss ["." digits],
 -- day being " "[1-9] / "0"[1-9] / [12]digit / "3"[01] / [1-9], hh 00-23,
--- mm 00-59, ss 00-59 or 60.
-function writers.time(step, code, k, name)
+-- mm 00-59, ss 00-59 or 60. Its ns is to_ns[text]; lines come in runs of
+-- one second, so the last text's ns is kept, known by the text's bytes as
+-- two numbers (month and day, then the clock's six digits; none when there
+-- is a fraction), which costs less than making the text a string. It is
+-- what the memo would give: consecutive equal texts cannot reset it.
+function writers.time(step, code, k, name, _, prelude)
+  prelude[#prelude + 1] = format([[
+local last_date_%d, last_clock_%d, last_ns_%d
+local function ns_%d(from, to, date, clock)
+  if date and date == last_date_%d and clock == last_clock_%d then return last_ns_%d end
+  local ns = %s[text(from, to)]
+  if date then last_date_%d, last_clock_%d, last_ns_%d = date, clock, ns end
+  return ns
+end]], k, k, k, k, k, k, k, name("to_ns", step.to_ns), k, k, k)
   code[#code + 1] = format([[
-local t%d, e%d = i
+local t%d, e%d, date%d, clock%d = i
 if not (byte(i + 2) and months[byte(i) * 65536 + byte(i + 1) * 256 + byte(i + 2)]) or byte(i + 3) ~= 32 then
   return nil
 end
+date%d = (byte(i) * 65536 + byte(i + 1) * 256 + byte(i + 2)) * 65536
 i = i + 4
 do
   local d1, d2 = byte(i), byte(i + 1)
   if (d1 == 32 or d1 == 48) and digit(d2) and d2 >= 49 then i = i + 2
   elseif (d1 == 49 or d1 == 50) and digit(d2) then i = i + 2
   elseif d1 == 51 and (d2 == 48 or d2 == 49) then i = i + 2
-  elseif digit(d1) and d1 >= 49 then i = i + 1
+  elseif digit(d1) and d1 >= 49 then i = i + 1; d2 = 0
   else return nil end
+  date%d = date%d + d1 * 256 + d2
 end
 do
-  local h1, h2, m1, s1, s2 = byte(i + 1), byte(i + 2), byte(i + 4), byte(i + 7), byte(i + 8)
+  local h1, h2, m1, m2, s1, s2 = byte(i + 1), byte(i + 2), byte(i + 4), byte(i + 5), byte(i + 7), byte(i + 8)
   if not (byte(i) == 32 and digit(h1) and digit(h2) and (h1 <= 49 or (h1 == 50 and h2 <= 51))
-          and byte(i + 3) == 58 and digit(m1) and m1 <= 53 and digit(byte(i + 5))
+          and byte(i + 3) == 58 and digit(m1) and m1 <= 53 and digit(m2)
           and byte(i + 6) == 58 and digit(s1) and digit(s2) and (s1 <= 53 or (s1 == 54 and s2 == 48))) then
     return nil
   end
+  clock%d = ((((h1 * 256 + h2) * 256 + m1) * 256 + m2) * 256 + s1) * 256 + s2
 end
 i = i + 9
-if byte(i) == 46 and digit(byte(i + 1)) then i = find(%s, i + 2) end
-e%d = i]], k, k, name("stops", non_digits), k)
-  return { { step.field, format("%s[text(t%d, e%d)]", name("to_ns", step.to_ns), k, k) } }
+if byte(i) == 46 and digit(byte(i + 1)) then
+  i = find(%s, i + 2)
+  date%d = nil
+end
+e%d = i]], k, k, k, k, k, k, k, k, name("stops", non_digits), k, k)
+  return { { step.field, format("ns_%d(t%d, e%d, date%d, clock%d)", k, k, k, k, k) } }
 end
 
 -- What a NILVALUE must be followed by (rsyslog.lua's nil_value).
@@ -255,7 +274,7 @@ function scanner.generate(steps, reader, header_of)
     upvalues[name_of[value]] = prefix == "stops" and reader.stops(value) or value
     return name_of[value]
   end
-  local code, fields = {}, {}
+  local code, fields, prelude = {}, {}, {}
   for k, step in ipairs(steps) do
     local writer = writers[step.kind]
     if not writer then return nil end
@@ -265,7 +284,7 @@ function scanner.generate(steps, reader, header_of)
       step.spans = { span_setter(reader.span()), span_setter(reader.span()),
                      span_setter(reader.span()) }
     end
-    local step_fields = writer(step, code, k, name, steps.ends_with_newline)
+    local step_fields = writer(step, code, k, name, steps.ends_with_newline, prelude)
     if not step_fields then return nil end
     for _, field in ipairs(step_fields) do fields[#fields + 1] = field end
   end
@@ -278,8 +297,9 @@ function scanner.generate(steps, reader, header_of)
   end
   local lines = { "local upvalues = ..." }
   for n in pairs(upvalues) do lines[#lines + 1] = format("local %s = upvalues.%s", n, n) end
+  lines[#lines + 1] = "local function digit(c) return c and c >= 48 and c <= 57 end"
+  lines[#lines + 1] = concat(prelude, "\n")
   lines[#lines + 1] = [[
-local function digit(c) return c and c >= 48 and c <= 57 end
 return function(t, headers, n)
   local i = 1]]
   lines[#lines + 1] = concat(code, "\n")
