@@ -61,6 +61,9 @@ typedef struct kafka_output {
   bool settled;             /* a poll settled records: the queue may go on */
   uint64_t now_ns;          /* uv_hrtime at the start of this send or poll:
                                one clock read for a batch, not per record */
+  int64_t send_ms;          /* the wall clock at the start of this send, the
+                               records' Kafka timestamp: librdkafka would
+                               read it once per record */
   char fatal[512];          /* librdkafka's fatal error, once raised */
 
   /* The disk buffer. */

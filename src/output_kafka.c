@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -150,6 +151,7 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
                           RD_KAFKA_V_VALUE((void *)(bytes + r->head),
                                            len - r->head),
                           RD_KAFKA_V_KEY(h.key, h.key_len),
+                          RD_KAFKA_V_TIMESTAMP(k->send_ms),
                           RD_KAFKA_V_OPAQUE(s), RD_KAFKA_V_END);
   if (err) {
     slot_free(k, s);
@@ -165,6 +167,14 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
 
 /* ---- the transport ---- */
 
+static int64_t wall_ms(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Takes queued records: first what the disk buffer holds, then the queue,
  * which goes to the disk buffer behind its backlog or when librdkafka is
  * full. */
@@ -174,6 +184,7 @@ static void send_records(output_sink *o)
   bool blocked;
 
   k->now_ns = uv_hrtime();
+  k->send_ms = wall_ms();
   /* With librdkafka full, the queue's records still go to the disk buffer;
    * under a rate cap they wait where they are. */
   blocked = k->dq && kafka_send_from_disk(k) == RATE_CAPPED;

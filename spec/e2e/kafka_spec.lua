@@ -55,6 +55,7 @@ describe("kafka_output", function()
   end)
 
   it("delivers every record once, counting it only on its delivery report", function()
+    local started_ms = os.time() * 1000
     local r = run.lumberjit{ config = config(b, [[encoder = "json", topic = "logs"]]),
                              input = syslog_lines(3000, { "alpha", "beta" }) }
     assert.are.equal(0, r.status, r.stderr)
@@ -71,6 +72,9 @@ describe("kafka_output", function()
       assert.is_nil(seen[n])
       seen[n] = true
       assert.is_nil(rec.key)
+      -- The producer's wall clock (CreateTime), in ms, set by lumberjit.
+      assert.is_true(rec.timestamp >= started_ms and rec.timestamp <= os.time() * 1000 + 1000,
+                     "timestamp " .. rec.timestamp)
     end
     run.cleanup(r.dir)
   end)
