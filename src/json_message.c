@@ -192,13 +192,36 @@ static bool put_escaped(buf *b, const char *s, size_t len)
   return put_escapes(b, u, len);
 }
 
-static bool put_quoted(buf *b, const char *s, size_t len)
+/* A string in quotes after `key` (key_len bytes, maybe none): one
+ * reservation and one length update for the lot when the string needs no
+ * escape. */
+static bool put_keyed_quoted(buf *b, const char *key, size_t key_len,
+                             const char *s, size_t len)
 {
-  if (!reserve(b, 1)) return false;
+  char *p;
+
+  if (len <= ESCAPE_BLOCK) {
+    if (!reserve(b, key_len + len + 2)) return false;
+    p = at(b);
+    if (copy_plain(p + key_len + 1, (const unsigned char *)s, len)) {
+      memcpy(p, key, key_len);
+      p[key_len] = '"';
+      p[key_len + 1 + len] = '"';
+      b->len += key_len + len + 2;
+      return true;
+    }
+  }
+  if (!reserve(b, key_len + 1)) return false;
+  put(b, key, key_len);
   put(b, "\"", 1);
-  if (!put_escaped(b, s, len) || !reserve(b, 1)) return false;
+  if (!put_escapes(b, (const unsigned char *)s, len) || !reserve(b, 1)) return false;
   put(b, "\"", 1);
   return true;
+}
+
+static bool put_quoted(buf *b, const char *s, size_t len)
+{
+  return put_keyed_quoted(b, "", 0, s, len);
 }
 
 /* The most a number, a boolean or null takes (put_number's text). */
@@ -209,6 +232,18 @@ static bool put_quoted(buf *b, const char *s, size_t len)
 static void put_number(buf *b, double x)
 {
   char text[SCALAR_MAX];
+
+  /* Most numbers in logs are small whole ones (pri, facility, severity):
+   * their digits are written as they are. */
+  if (x >= 0 && x < 1000 && (double)(unsigned)x == x) {
+    unsigned n = (unsigned)x;
+    char *p = at(b);
+    if (n >= 100) *p++ = (char)('0' + n / 100);
+    if (n >= 10) *p++ = (char)('0' + n / 10 % 10);
+    *p++ = (char)('0' + n % 10);
+    b->len = (size_t)(p - b->data);
+    return;
+  }
 
   /* In range first: converting NaN or a double past 2^63 is undefined. */
   long long i = x > -0x1p63 && x < 0x1p63 ? (long long)x : 0;
@@ -292,9 +327,7 @@ static bool put_span(buf *b, const msg *m, const char *key, size_t key_len,
                      msg_span s)
 {
   if (s.len == 0) return true;
-  if (!reserve(b, key_len)) return false;
-  put(b, key, key_len);
-  return put_quoted(b, msg_str(m, s), s.len);
+  return put_keyed_quoted(b, key, key_len, msg_str(m, s), s.len);
 }
 
 #define PUT_SPAN(b, m, key, s) put_span(b, m, key, sizeof key - 1, s)

@@ -32,7 +32,7 @@ function process_message(line)
       tiny = 1e-300 * n,
       flag = odd,
       words = { "one", line, "b\200d" },
-      numbers = { 1, 2.5, -0.125, 1e21 },
+      numbers = { 1, 2.5, -0.125, 1e21, 0, 7, 99, 999, 1000, 999.5, 0.5, n % 1000 },
       line = line,
     },
   })
