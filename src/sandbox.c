@@ -220,6 +220,7 @@ static void begin_call(sandbox *sb)
 static void end_call(sandbox *sb)
 {
   sb->mem.enforce = false;
+  sb->record.len = 0; /* before any rebuild runs the plugin's top level */
   atomic_store_explicit(&sb->in_call, false, memory_order_release);
   if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed))
     disarm_hook(sb);
@@ -588,7 +589,6 @@ void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
   if (res->status != SANDBOX_OK) out->len = first;
   sb->batch = NULL;
   sb->origin = NULL;
-  sb->record.len = 0;
 }
 
 /* Appends the string an encoder returned, within the output limit. */

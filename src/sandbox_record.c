@@ -1,6 +1,7 @@
 /*
- * sandbox_record.c - record_byte and record_text: a decoder reads the
- * record it is decoding by position, without a Lua string of it.
+ * sandbox_record.c - record_byte, record_find, record_stops and
+ * record_text: a decoder reads the record it is decoding by position,
+ * without a Lua string of it.
  *
  * Why: a decoder's process_message(record) gets the record as a Lua string,
  * which LuaJIT hashes, interns, allocates and later sweeps, once per record
@@ -16,7 +17,9 @@
  * Safety: as in sandbox_view.c, FFI is handed only to the trusted chunk
  * below and kept in its upvalues. The functions return numbers and strings,
  * never cdata, and read only within the current record's length, which is 0
- * outside a call, so a function kept from an earlier call reads nothing.
+ * outside a call (end_call clears it, before a failed call's rebuild runs
+ * the plugin's top level), so a function kept from an earlier call reads
+ * nothing.
  */
 #include <stddef.h>
 

@@ -313,6 +313,9 @@ static void test_process_record(void)
   CHECK_CONTAINS(res.reason, "record_text: positions not in the record (1 <= from <= to <= 14)");
   CHECK(decode(sb, "set unknown", &res) == SANDBOX_FAILED);
   CHECK_CONTAINS(res.reason, "record_find: not a set made by record_stops");
+  /* The rebuilt state's top level ran with no record to read either. */
+  CHECK(decode(sb, "hello again", &res) == SANDBOX_OK);
+  CHECK(strcmp(field_text("at_load", 0), "nil 0") == 0);
   sandbox_destroy(sb);
 }
 
