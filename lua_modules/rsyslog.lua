@@ -399,7 +399,8 @@ end
 -- of the line, one per element, reused for every line, instead of strings:
 -- no string is made for them.
 -- With options.reader = { byte = record_byte, text = record_text, find =
--- record_find, stops = record_stops, span = record_span }, also, where rsyslog.scanner reads every element:
+-- record_find, stops = record_stops, span = record_span }, also, where
+-- rsyslog.scanner reads every element:
 --   scan           function(t, headers, length) -> t, or nil: assemble_into
 --                  for the record that reader reads, with record spans for
 --                  the tag's parts too (rsyslog/scanner.lua)

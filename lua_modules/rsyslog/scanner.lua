@@ -67,7 +67,8 @@ non_digits = concat(non_digits)
 -- after the step, `return nil` when the record does not match), and any
 -- definitions it needs to `prelude`, and returns its fields as { name, Lua
 -- expression of the value } read after the match.
--- `k` numbers the step's locals; `span(k)` names a record span for it.
+-- `k` numbers the step's locals; name(prefix, value) gives the upvalue that
+-- holds a value the code uses (a span's setter, a memo, a stop set).
 local writers = {}
 
 function writers.constant(step, code)
@@ -259,8 +260,9 @@ end
 
 -- The scan function of `steps` (see the top), or nil when a step is of a
 -- kind this module does not read. reader = { byte = record_byte, text =
--- record_text, find = record_find, stops = record_stops, span = record_span }. header_of renames fields into headers
--- as rsyslog.compile's option does.
+-- record_text, find = record_find, stops = record_stops, span =
+-- record_span }. header_of renames fields into headers as rsyslog.compile's
+-- option does.
 function scanner.generate(steps, reader, header_of)
   local upvalues = { byte = reader.byte, text = reader.text, find = reader.find,
                      months = months }

@@ -70,7 +70,7 @@ end
 -- What tonumber reads in a span of the record; digits are read in place.
 local function span_number(span)
   local from, to = span[1], span[2]
-  if to - from > 9 then return tonumber(record_text(from, to)) end
+  if to - from > 9 or to == from then return tonumber(record_text(from, to)) end
   local value = 0
   for i = from, to - 1 do
     local c = record_byte(i)
