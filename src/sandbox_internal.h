@@ -161,8 +161,8 @@ static inline bool sandbox_span_text(const sandbox *sb, double from, double to,
 bool sandbox_is_span(lua_State *L, const sandbox *sb, int idx);
 void sandbox_span_get(lua_State *L, const sandbox *sb, int idx,
                       const char *name, const char **s, size_t *len);
-/* sandbox_record.c: defines record_byte, record_find, record_stops and
- * record_text for decoders. */
+/* sandbox_record.c: defines record_byte, record_find, record_stops,
+ * record_decimal and record_text for decoders. */
 int sandbox_record_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* sandbox_view.c: defines read_message and read_next_field for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);

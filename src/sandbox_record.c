@@ -1,7 +1,7 @@
 /*
- * sandbox_record.c - record_byte, record_find, record_stops and
- * record_text: a decoder reads the record it is decoding by position,
- * without a Lua string of it.
+ * sandbox_record.c - record_byte, record_find, record_stops,
+ * record_decimal and record_text: a decoder reads the record it is decoding
+ * by position, without a Lua string of it.
  *
  * Why: a decoder's process_message(record) gets the record as a Lua string,
  * which LuaJIT hashes, interns, allocates and later sweeps, once per record
@@ -11,8 +11,9 @@
  * into the decoder's own traces; record_find(stops, from) skips to the next
  * of a set of bytes (record_stops) in C, called through FFI, so a scan has
  * no loop of its own (LuaJIT aborts traces that meet loops of varying
- * length inside a function called from a loop); record_text makes a string
- * of a part of the record where one is needed (a memo key, an error).
+ * length inside a function called from a loop), and record_decimal reads a
+ * number the same way; record_text makes a string of a part of the record
+ * where one is needed (a memo key, an error).
  *
  * Safety: as in sandbox_view.c, FFI is handed only to the trusted chunk
  * below and kept in its upvalues. The functions return numbers and strings,
@@ -29,13 +30,17 @@ static const char record_source[] =
   "local ffi, at, size, len_offset, fns = ...\n"
   "ffi.cdef[[\n"
   "typedef struct { const uint8_t *bytes; int32_t len; } lj_record;\n"
-  "typedef struct { int32_t (*find)(const uint8_t *, int32_t, int32_t, const uint8_t *); } lj_record_fns;\n"
+  "typedef struct {\n"
+  "  int32_t (*find)(const uint8_t *, int32_t, int32_t, const uint8_t *);\n"
+  "  double (*decimal)(const uint8_t *, int32_t, int32_t);\n"
+  "} lj_record_fns;\n"
   "]]\n"
   "if ffi.sizeof('lj_record') ~= size or ffi.offsetof('lj_record', 'len') ~= len_offset then\n"
   "  error('lj_record does not match the C layout')\n"
   "end\n"
   "local record = ffi.cast('const lj_record *', at)\n"
-  "local find = ffi.cast('const lj_record_fns *', fns).find\n"
+  "local fns = ffi.cast('const lj_record_fns *', fns)\n"
+  "local find, decimal = fns.find, fns.decimal\n"
   "local string_of, new, type, error = ffi.string, ffi.new, type, error\n"
   "local sets = {}\n"
   "\n"
@@ -75,6 +80,17 @@ static const char record_source[] =
   "  if not (from >= 1) then from = 1 end\n"
   "  if from > len then return len + 1 end\n"
   "  return find(record.bytes, len, from - 1, set) + 1\n"
+  "end\n"
+  "\n"
+  "-- The whole number that the bytes from `from` to before `to` write in\n"
+  "-- decimal digits (1 to 15 of them), else nil.\n"
+  "function record_decimal(from, to)\n"
+  "  if not (from >= 1 and from < to and to <= record.len + 1 and to - from <= 15) then\n"
+  "    return nil\n"
+  "  end\n"
+  "  local value = decimal(record.bytes, from - 1, to - 1)\n"
+  "  if value < 0 then return nil end\n"
+  "  return value\n"
   "end\n";
 
 /* record_find's loop: the 0-based position of the first byte at or after
@@ -86,10 +102,25 @@ static int32_t find_in_set(const uint8_t *bytes, int32_t len, int32_t from,
   return from;
 }
 
+/* record_decimal's loop: the value of the digits from `from` to before `to`
+ * (at most 15: exact in a double), or -1 when a byte is not a digit. */
+static double decimal_of(const uint8_t *bytes, int32_t from, int32_t to)
+{
+  int64_t value = 0;
+
+  for (; from < to; from++) {
+    unsigned digit = (unsigned)bytes[from] - '0';
+    if (digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return (double)value;
+}
+
 /* Handed to the chunk as data: a function pointer is not an object pointer. */
 static const struct {
   int32_t (*find)(const uint8_t *, int32_t, int32_t, const uint8_t *);
-} record_fns = {find_in_set};
+  double (*decimal)(const uint8_t *, int32_t, int32_t);
+} record_fns = {find_in_set, decimal_of};
 
 static int open_record(lua_State *L)
 {

@@ -70,14 +70,7 @@ end
 -- What tonumber reads in a span of the record; digits are read in place.
 local function span_number(span)
   local from, to = span[1], span[2]
-  if to - from > 9 or to == from then return tonumber(record_text(from, to)) end
-  local value = 0
-  for i = from, to - 1 do
-    local c = record_byte(i)
-    if c < 48 or c > 57 then return tonumber(record_text(from, to)) end
-    value = value * 10 + c - 48
-  end
-  return value
+  return record_decimal(from, to) or tonumber(record_text(from, to))
 end
 
 if scan then

@@ -287,7 +287,10 @@ static void test_process_record(void)
     "    outside = tostring(record_byte(0)) .. tostring(record_byte(length + 1)),\n"
     "    kind = type(record_byte(1)), word = record_text(1, first_space),\n"
     "    next_space = record_find(spaces, first_space + 1), past = record_find(spaces, 99),\n"
-    "    nan = record_find(spaces, 0/0), at_load = at_load}})\n"
+    "    nan = record_find(spaces, 0/0), at_load = at_load,\n"
+    "    decimal = tostring(record_decimal(1, first_space)),\n"
+    "    decimal_edges = tostring(record_decimal(1, 1)) .. tostring(record_decimal(1, length + 2))\n"
+    "      .. tostring(record_decimal(0, 2))}})\n"
     "  if record_byte(1) == 98 then record_text(2, 1) end\n"
     "  if record_byte(1) == 115 then record_find(99, 1) end\n"
     "end\n", NULL);
@@ -309,6 +312,12 @@ static void test_process_record(void)
       CHECK(f && f->type == MSG_DOUBLE && msg_field_values(m, f)[0].d == want[i]);
     }
   }
+  CHECK(strcmp(field_text("decimal", 0), "nil") == 0);
+  CHECK(strcmp(field_text("decimal_edges", 0), "nilnilnil") == 0);
+  CHECK(decode(sb, "000123456789012345 x", &res) == SANDBOX_OK);
+  CHECK(strcmp(field_text("decimal", 0), "nil") == 0); /* 18 digits: over 15 */
+  CHECK(decode(sb, "004217 x", &res) == SANDBOX_OK);
+  CHECK(strcmp(field_text("decimal", 0), "4217") == 0);
   CHECK(decode(sb, "bad positions", &res) == SANDBOX_FAILED);
   CHECK_CONTAINS(res.reason, "record_text: positions not in the record (1 <= from <= to <= 14)");
   CHECK(decode(sb, "set unknown", &res) == SANDBOX_FAILED);

@@ -2,8 +2,8 @@
 -- in a fresh environment offering lumberjit's plugin API (sandbox/README.md):
 -- read_config, read_zoneinfo, require (lpeg, cjson, then lua_modules/ loaded
 -- into the plugin's environment, as the sandbox does), record_span,
--- record_byte, record_text, record_stops and record_find (process_record
--- decoders are run with them),
+-- record_byte, record_text, record_stops, record_find and record_decimal
+-- (process_record decoders are run with them),
 -- inject_message, inject_payload, inject_message_json
 -- (spec/modules/json_reference.lua's text), read_message and read_next_field.
 --
@@ -54,7 +54,8 @@ end
 
 -- The record readers of src/sandbox_record.c over record_of(), the current
 -- record (nil outside a call), with the same results and errors:
--- { byte, text, stops, find, span } as rsyslog.compile's reader option wants.
+-- { byte, text, stops, find, decimal, span }, as rsyslog.compile's reader
+-- option wants them.
 function harness.record_reader(record_of)
   local sets = {}
   local function current() return record_of() or "" end
@@ -80,6 +81,12 @@ function harness.record_reader(record_of)
     for k = 1, #bytes do set[bytes:byte(k)] = true end
     sets[#sets + 1] = set
     return #sets
+  end
+  function reader.decimal(from, to)
+    local record = current()
+    if not (from >= 1 and from < to and to <= #record + 1 and to - from <= 15) then return nil end
+    local digits = record:sub(math.floor(from), math.floor(to) - 1)
+    return digits:find("^%d+$") and tonumber(digits) or nil
   end
   function reader.find(stops, from)
     local set, record = sets[stops], current()
@@ -212,6 +219,7 @@ function harness.load(path, config, options)
   env.record_span = record_span
   env.record_byte, env.record_text = reader.byte, reader.text
   env.record_stops, env.record_find = reader.stops, reader.find
+  env.record_decimal = reader.decimal
   env.inject_message = options.inject or function(t)
     check_message(t)
     plugin.injected[#plugin.injected + 1] = deep_copy(t, plugin.record)
