@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* Heka's value types, numbered as in Heka's message.proto. */
 typedef enum {
@@ -97,6 +98,16 @@ typedef struct {
 
   msg_origin origin;
 } msg;
+
+/* The wall clock in a timestamp's unit: what stamps a message that came
+ * without a time. */
+static inline int64_t msg_now_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 void msg_init(msg *m);
 void msg_free(msg *m);

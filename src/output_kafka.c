@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -167,14 +166,6 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
 
 /* ---- the transport ---- */
 
-static int64_t wall_ms(void)
-{
-  struct timespec ts;
-
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Takes queued records: first what the disk buffer holds, then the queue,
  * which goes to the disk buffer behind its backlog or when librdkafka is
  * full. */
@@ -184,7 +175,7 @@ static void send_records(output_sink *o)
   bool blocked;
 
   k->now_ns = uv_hrtime();
-  k->send_ms = wall_ms();
+  k->send_ms = msg_now_ns() / 1000000;
   /* With librdkafka full, the queue's records still go to the disk buffer;
    * under a rate cap they wait where they are. */
   blocked = k->dq && kafka_send_from_disk(k) == RATE_CAPPED;

@@ -3,16 +3,8 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "le.h"
-
-static int64_t now_ns(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void router_init(router *r, router_output *outputs, size_t noutputs,
                  dead_letter *dl)
@@ -191,7 +183,7 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
   if (!ri->decoder) {
     msg_reset(&r->plain);
     msg_store(&r->plain, o->bytes, o->len, &r->plain.payload);
-    r->plain.timestamp = now_ns();
+    r->plain.timestamp = msg_now_ns();
     r->plain.origin = *o;
     add_origin(ri, &r->plain);
     route(r, &r->plain);

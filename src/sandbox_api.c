@@ -17,7 +17,6 @@
  * emitted counts against the output limit.
  */
 #include <string.h>
-#include <time.h>
 
 #include <lauxlib.h>
 
@@ -322,11 +321,7 @@ bool sandbox_inject_finish(sandbox *sb)
 {
   msg *m = &sb->scratch;
 
-  if (m->timestamp == INT64_MIN) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    m->timestamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-  }
+  if (m->timestamp == INT64_MIN) m->timestamp = msg_now_ns();
   return msg_batch_push(sb->batch, m);
 }
 
