@@ -104,15 +104,10 @@ const msg_field *msg_find_field(const msg *m, const char *name,
   return NULL;
 }
 
-/* Names mostly differ in their first byte: compared before memcmp. */
 static bool name_before(const msg *m, const msg_field *a, const msg_field *b)
 {
-  size_t n = a->name.len < b->name.len ? a->name.len : b->name.len;
-  const unsigned char *x = (const unsigned char *)msg_str(m, a->name);
-  const unsigned char *y = (const unsigned char *)msg_str(m, b->name);
-  int c = n == 0 ? 0 : x[0] != y[0] ? x[0] - y[0] : memcmp(x, y, n);
-
-  return c < 0 || (c == 0 && a->name.len < b->name.len);
+  return msg_name_before(msg_str(m, a->name), a->name.len,
+                         msg_str(m, b->name), b->name.len);
 }
 
 /* Insertion sort: a message has a handful of fields. */

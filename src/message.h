@@ -166,7 +166,19 @@ static inline msg_value *msg_field_values(const msg *m, const msg_field *f)
 const msg_field *msg_find_field(const msg *m, const char *name,
                                 size_t name_len, unsigned fi);
 
-/* Sorts the fields from `from` on by name (bytes, then length), keeping
+/* The order of field names: by bytes, then by length (a prefix first). */
+static inline bool msg_name_before(const char *a, size_t alen, const char *b,
+                                   size_t blen)
+{
+  size_t n = alen < blen ? alen : blen;
+  int c = n == 0 ? 0 : (unsigned char)a[0] != (unsigned char)b[0]
+                         ? (unsigned char)a[0] - (unsigned char)b[0]
+                         : memcmp(a, b, n);
+
+  return c < 0 || (c == 0 && alen < blen);
+}
+
+/* Sorts the fields from `from` on by name (msg_name_before), keeping
  * the order of equal names: a Lua table's order is its hash layout's, which
  * LuaJIT seeds anew for each state, so the sandbox sorts what a table gave
  * for encoders to write the same record the same way every run. */

@@ -93,7 +93,7 @@ static inline bool text_of(const sandbox *sb, cTValue *value, const char **s,
 }
 
 static inline bool add_field(const sandbox *sb, msg *m, cTValue *key,
-                      cTValue *value, size_t *count)
+                             cTValue *value, size_t *count)
 {
   GCstr *name = strV(key);
   const char *s = NULL;
@@ -122,10 +122,7 @@ static inline bool add_field(const sandbox *sb, msg *m, cTValue *key,
 /* Names in msg_sort_fields' order. */
 static bool name_before(const GCstr *a, const GCstr *b)
 {
-  size_t n = a->len < b->len ? a->len : b->len;
-  int c = memcmp(strdata(a), strdata(b), n);
-
-  return c < 0 || (c == 0 && a->len < b->len);
+  return msg_name_before(strdata(a), a->len, strdata(b), b->len);
 }
 
 /* Puts the n nodes listed in order (ascending) in name order. A decoder
