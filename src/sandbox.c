@@ -226,6 +226,12 @@ static void end_call(sandbox *sb)
     disarm_hook(sb);
 }
 
+/* The function a plugin's calls enter, for messages. */
+static const char *entry_name(const sandbox *sb)
+{
+  return sb->by_position ? "process_record" : "process_message";
+}
+
 /* The limit a finished call broke: the first one noted, else a refused
  * allocation (possibly caught by the script). */
 static sandbox_limit call_broken(const sandbox *sb)
@@ -266,7 +272,7 @@ static void describe_failure(sandbox *sb, sandbox_limit limit,
       snprintf(r, n, "memory limit exceeded: limit %" PRIu64 " bytes, in use "
                "%zu, refused a request of %zu bytes, in %s (%s:%d)",
                sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size,
-               sb->entry_name, sb->filename, sb->entry_line);
+               entry_name(sb), sb->filename, sb->entry_line);
     break;
   case SANDBOX_LIMIT_OUTPUT:
     snprintf(r, n, "output limit exceeded: limit %" PRIu64 " bytes, emitted %zu, at %s",
@@ -375,9 +381,9 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     goto fail;
   }
   sb->loading = false;
-  /* Raw: a metatable the plugin put on its globals must not run here,
-   * outside any limit. */
-  /* A decoder may read its record by position instead (sandbox_record.c). */
+  /* The entry point, process_message, or for a decoder that reads its
+   * record by position process_record (sandbox_record.c). Raw: a metatable
+   * the plugin put on its globals must not run here, outside any limit. */
   sb->by_position = false;
   if (sb->kind == SANDBOX_DECODER) {
     lua_pushliteral(L, "process_record");
@@ -385,7 +391,6 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     sb->by_position = lua_isfunction(L, -1);
     if (!sb->by_position) lua_pop(L, 1);
   }
-  sb->entry_name = sb->by_position ? "process_record" : "process_message";
   if (!sb->by_position) {
     lua_pushliteral(L, "process_message");
     lua_rawget(L, LUA_GLOBALSINDEX);
@@ -458,23 +463,23 @@ static void recover(sandbox *sb, const sandbox_result *res)
     stop_for_a_while(sb);
     log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; plugin stopped "
              "after %" PRIu32 " failed calls in a row; restarting in %.1f s",
-             sb->name, sb->filename, sb->entry_name, res->reason, origin, sb->failures_in_row,
-             (double)sb->restart_wait_ms / 1000);
+             sb->name, sb->filename, entry_name(sb), res->reason, origin,
+             sb->failures_in_row, (double)sb->restart_wait_ms / 1000);
     return;
   }
   if (load_state(sb, err, sizeof err) != 0) {
     stop_for_a_while(sb);
     log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; plugin stopped: "
              "rebuilding its state failed: %s; restarting in %.1f s", sb->name,
-             sb->filename, sb->entry_name, res->reason, origin, err,
+             sb->filename, entry_name(sb), res->reason, origin, err,
              (double)sb->restart_wait_ms / 1000);
     return;
   }
   sb->stats.restarts++;
   log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; state rebuilt "
            "(failure %" PRIu32 " of %" PRIu64 " allowed in a row)", sb->name,
-           sb->filename, sb->entry_name, res->reason, origin, sb->failures_in_row,
-           sb->limits.max_failures);
+           sb->filename, entry_name(sb), res->reason, origin,
+           sb->failures_in_row, sb->limits.max_failures);
 }
 
 /* Fails the call that just ended: reports it, then rebuilds or stops. */

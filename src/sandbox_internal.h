@@ -47,7 +47,6 @@ struct sandbox {
 
   lua_State *L;            /* NULL once stopped */
   bool by_position;        /* defines process_record: reads with record_byte */
-  const char *entry_name;  /* "process_message" or "process_record" */
   int entry_line;          /* where it is defined */
   bool loading;            /* running the plugin's top level */
   sandbox_mem mem;
