@@ -118,10 +118,11 @@ local function ns_%d(from, to, date, clock)
 end]], k, k, k, k, k, k, k, name("to_ns", step.to_ns), k, k, k)
   code[#code + 1] = format([[
 local t%d, e%d, date%d, clock%d = i
-if not (byte(i + 2) and months[byte(i) * 65536 + byte(i + 1) * 256 + byte(i + 2)]) or byte(i + 3) ~= 32 then
-  return nil
+do
+  local month = byte(i + 2) and byte(i) * 65536 + byte(i + 1) * 256 + byte(i + 2)
+  if not (month and months[month]) or byte(i + 3) ~= 32 then return nil end
+  date%d = month * 65536
 end
-date%d = (byte(i) * 65536 + byte(i + 1) * 256 + byte(i + 2)) * 65536
 i = i + 4
 do
   local d1, d2 = byte(i), byte(i + 1)
@@ -177,10 +178,10 @@ b%d = i]], k, name("stops", stops), k, k)
   return { { step.field, format("a%d and %s(a%d, b%d)", k, name("span", step.span), k, k) } }
 end
 
--- Free text: up to the first occurrence of the literal, else to the end of
--- the record (but a final newline when the template ends with one).
+-- Free text: up to the first occurrence of the literal or, ending the
+-- template (rsyslog.compile refuses it anywhere else), to the end of the
+-- record (but a final newline when the template ends with one).
 function writers.text(step, code, k, name, ends_with_newline)
-  if not (step.literal or step.at_end) then return nil end
   code[#code + 1] = format("local a%d, b%d = i", k, k)
   if step.literal then
     local first = name("stops", step.literal:sub(1, 1))
@@ -286,9 +287,9 @@ function scanner.generate(steps, reader, header_of)
       step.spans = { span_setter(reader.span()), span_setter(reader.span()),
                      span_setter(reader.span()) }
     end
-    local step_fields = writer(step, code, k, name, steps.ends_with_newline, prelude)
-    if not step_fields then return nil end
-    for _, field in ipairs(step_fields) do fields[#fields + 1] = field end
+    for _, field in ipairs(writer(step, code, k, name, steps.ends_with_newline, prelude)) do
+      fields[#fields + 1] = field
+    end
   end
   code[#code + 1] = format("if not %s then return nil end",
                            at_record_end("i", steps.ends_with_newline))
