@@ -22,9 +22,7 @@ for c in arg[4]:gmatch("[^,]+") do codecs[#codecs + 1] = c end
 local work = run.tmpdir()
 local lines = work .. "/w1.log"
 assert(os.execute(("python3 bench/lib/gen_lines.py w1 %d %s"):format(n, lines)) == 0)
-local f = io.open(lines)
-local bytes = f:seek("end")
-f:close()
+local bytes = run.size(lines)
 
 local function shell(cmd)
   local p = io.popen(cmd)

@@ -92,13 +92,6 @@ local function checkpoint(dir)
   return tonumber((run.read(dir .. "/state/checkpoints") or ""):match("offset (%d+)")) or 0
 end
 
-local function file_size(path)
-  local f = io.open(path)
-  local size = f:seek("end")
-  f:close()
-  return size
-end
-
 describe("kafka_output faults", function()
   local b
 
@@ -194,8 +187,8 @@ describe("kafka_output faults", function()
     assert.are.equal(0, checkpoint(dir))
     k.restart(b)
     assert.truthy(k.count(b, "spill", { min = 100000, seconds = 120 }))
-    assert.is_true(h.wait_until(function() return checkpoint(dir) == file_size(dir .. "/in.log") end, 10),
-      "checkpoint " .. checkpoint(dir) .. " of " .. file_size(dir .. "/in.log"))
+    assert.is_true(h.wait_until(function() return checkpoint(dir) == run.size(dir .. "/in.log") end, 10),
+      "checkpoint " .. checkpoint(dir) .. " of " .. run.size(dir .. "/in.log"))
     local status, stderr = stop(dir)
     assert.are.equal(0, status, stderr)
     local total, distinct, ordered = dump(b, dir, "spill")

@@ -20,6 +20,14 @@ function run.read(path)
   return data
 end
 
+-- The size of the file at path, in bytes.
+function run.size(path)
+  local f = assert(io.open(path, "rb"))
+  local size = f:seek("end")
+  f:close()
+  return size
+end
+
 function run.write(path, data)
   local f = assert(io.open(path, "wb"))
   f:write(data)
