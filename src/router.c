@@ -2,6 +2,7 @@
 #include "router.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "le.h"
@@ -14,6 +15,10 @@ void router_init(router *r, router_output *outputs, size_t noutputs,
   r->dl = dl;
   r->batch = (msg_batch){0};
   r->counts = NULL;
+  r->nwaiting = 0;
+  r->chosen = NULL;
+  r->matched = NULL;
+  r->choice_cap = 0;
   msg_init(&r->plain);
 }
 
@@ -91,54 +96,113 @@ static void encoding_failed(router *r, size_t out, const msg *m,
   dead_letter_write(r->dl, stage, name, reason, &m->origin);
 }
 
-/* Encodes m for output o straight into its sink's queue, after the
- * record's routing head if the output takes one. */
-static void deliver(router *r, size_t out, const msg *m)
+/* Before the i-th message chosen for the output being delivered to: its
+ * routing head, if the output takes one. False leaves the message out. */
+static bool delivery_begin(void *ud, size_t i)
 {
-  router_output *o = &r->outputs[out];
+  router *r = ud;
+  router_output *o = &r->outputs[r->out];
+  const msg *m = r->chosen[i];
   buf *b = output_buf(o->sink);
-  size_t start = b->len, head = 0;
+  const char *why;
 
-  if (o->topic) {
-    const char *why = write_head(o, m, b);
-    if (why) {
-      b->len = start;
-      encoding_failed(r, out, m, "output", o->name, why);
-      return;
-    }
-    head = b->len - start;
+  r->start = b->len;
+  r->head = 0;
+  if (!o->topic) return true;
+  why = write_head(o, m, b);
+  if (why) {
+    b->len = r->start;
+    encoding_failed(r, r->out, m, "output", o->name, why);
+    return false;
   }
-  if (o->encoder) {
-    sandbox_result res;
-    sandbox_encode(o->encoder, m, b, &res);
-    if (res.status == SANDBOX_SKIPPED) {
-      b->len = start;
-      r->counts->outputs[out].skipped++;
-      return;
-    }
-    if (res.status != SANDBOX_OK) {
-      b->len = start;
-      encoding_failed(r, out, m, "encoder", o->encoder_name, res.reason);
-      return;
-    }
-  } else {
-    buf_append(b, msg_str(m, m->payload), m->payload.len);
+  r->head = b->len - r->start;
+  return true;
+}
+
+/* After it, its bytes written: the record is committed to the sink. */
+static void delivery_end(void *ud, size_t i, const sandbox_result *res)
+{
+  router *r = ud;
+  router_output *o = &r->outputs[r->out];
+  const msg *m = r->chosen[i];
+  buf *b = output_buf(o->sink);
+
+  if (res->status == SANDBOX_SKIPPED) {
+    b->len = r->start;
+    r->counts->outputs[r->out].skipped++;
+    return;
+  }
+  if (res->status != SANDBOX_OK) {
+    b->len = r->start;
+    encoding_failed(r, r->out, m, "encoder", o->encoder_name, res->reason);
+    return;
   }
   if (o->newline) buf_append(b, "\n", 1);
-  if (head) output_commit_routed(o->sink, &m->origin, (uint32_t)head);
+  if (r->head) output_commit_routed(o->sink, &m->origin, (uint32_t)r->head);
   else output_commit(o->sink, &m->origin, false);
 }
 
-static void route(router *r, const msg *m)
+/* Encodes the n chosen messages for output `out` into its sink's queue:
+ * through its encoder, all in one batch, else as their payloads. */
+static void deliver(router *r, size_t out, size_t n)
 {
-  bool matched = false;
+  router_output *o = &r->outputs[out];
+  sandbox_each each = {delivery_begin, delivery_end, r};
+  sandbox_result ok = {.status = SANDBOX_OK};
 
-  for (size_t i = 0; i < r->noutputs; i++) {
-    if (!matcher_eval(r->outputs[i].match, m)) continue;
-    matched = true;
-    deliver(r, i, m);
+  r->out = out;
+  if (o->encoder) {
+    sandbox_encode_many(o->encoder, r->chosen, n, output_buf(o->sink), &each);
+    return;
   }
-  if (!matched) r->counts->unrouted++;
+  for (size_t i = 0; i < n; i++) {
+    const msg *m = r->chosen[i];
+    if (!delivery_begin(r, i)) continue;
+    buf_append(output_buf(o->sink), msg_str(m, m->payload), m->payload.len);
+    delivery_end(r, i, &ok);
+  }
+}
+
+static bool grow_choice(router *r, uint32_t n)
+{
+  const msg **chosen;
+  bool *matched;
+
+  if (n <= r->choice_cap) return true;
+  chosen = realloc(r->chosen, n * sizeof *chosen);
+  if (chosen) r->chosen = chosen;
+  matched = realloc(r->matched, n * sizeof *matched);
+  if (matched) r->matched = matched;
+  if (!chosen || !matched) return false;
+  r->choice_cap = n;
+  return true;
+}
+
+/* Each message of the batch goes to every output whose matcher takes it,
+ * output by output, in the batch's order. */
+static void route(router *r)
+{
+  uint32_t n = r->batch.len;
+
+  if (!grow_choice(r, n)) {
+    r->counts->dead += n;
+    for (uint32_t i = 0; i < n; i++)
+      dead_letter_write(r->dl, "router", "-", "out of memory",
+                        &r->batch.msgs[i].origin);
+    return;
+  }
+  memset(r->matched, 0, n * sizeof *r->matched);
+  for (size_t out = 0; out < r->noutputs; out++) {
+    size_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      const msg *m = &r->batch.msgs[i];
+      if (!matcher_eval(r->outputs[out].match, m)) continue;
+      r->matched[i] = true;
+      r->chosen[k++] = m;
+    }
+    if (k) deliver(r, out, k);
+  }
+  for (uint32_t i = 0; i < n; i++) r->counts->unrouted += !r->matched[i];
 }
 
 static void add_text_field(msg *m, const char *name, const char *value)
@@ -160,11 +224,42 @@ static void add_origin(const router_input *ri, msg *m)
   add_text_field(m, ri->listener_field, ri->name);
 }
 
+/* The decoder is done with the i-th record waiting: its messages are the
+ * batch's last, or it goes to the dead letters. */
+static void decoded(void *ud, size_t i, const sandbox_result *res)
+{
+  router *r = ud;
+  router_input *ri = r->waiting_input;
+
+  if (res->status != SANDBOX_OK) {
+    r->counts->dead++;
+    dead_letter_write(r->dl, "decoder", ri->decoder_name, res->reason,
+                      &r->waiting[i]);
+    return;
+  }
+  for (uint32_t k = r->decoded; k < r->batch.len; k++)
+    add_origin(ri, &r->batch.msgs[k]);
+  r->decoded = r->batch.len;
+}
+
+void router_flush(router *r)
+{
+  if (r->nwaiting) {
+    sandbox_each each = {NULL, decoded, r};
+    r->decoded = r->batch.len;
+    sandbox_decode_many(r->waiting_input->decoder, r->waiting, r->nwaiting,
+                        &r->batch, &each);
+    r->nwaiting = 0;
+  }
+  route(r);
+  msg_batch_clear(&r->batch);
+  msg_batch_trim(&r->batch, ROUTER_BATCH);
+}
+
 void router_record(router *r, router_input *ri, const msg_origin *o,
                    unsigned piece)
 {
   router_counts *c = r->counts;
-  sandbox_result res;
 
   if (piece <= 1) c->records++;
   c->overlong += piece == 1;
@@ -180,27 +275,23 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
     dead_letter_write(r->dl, "input", ri->name, reason, o);
     return;
   }
-  if (!ri->decoder) {
-    msg_reset(&r->plain);
-    msg_store(&r->plain, o->bytes, o->len, &r->plain.payload);
-    r->plain.timestamp = msg_now_ns();
-    r->plain.origin = *o;
-    add_origin(ri, &r->plain);
-    route(r, &r->plain);
+  if ((r->nwaiting && ri != r->waiting_input) ||
+      r->nwaiting == ROUTER_BATCH || r->batch.len >= ROUTER_BATCH)
+    router_flush(r);
+  if (ri->decoder) {
+    r->waiting_input = ri;
+    r->waiting[r->nwaiting++] = *o;
     return;
   }
-  msg_batch_clear(&r->batch);
-  sandbox_decode(ri->decoder, o, &r->batch, &res);
-  if (res.status != SANDBOX_OK) {
+  msg_reset(&r->plain);
+  msg_store(&r->plain, o->bytes, o->len, &r->plain.payload);
+  r->plain.timestamp = msg_now_ns();
+  r->plain.origin = *o;
+  add_origin(ri, &r->plain);
+  if (!msg_batch_push(&r->batch, &r->plain)) {
     c->dead++;
-    dead_letter_write(r->dl, "decoder", ri->decoder_name, res.reason, o);
-    return;
+    dead_letter_write(r->dl, "input", ri->name, "out of memory", o);
   }
-  for (uint32_t i = 0; i < r->batch.len; i++) {
-    add_origin(ri, &r->batch.msgs[i]);
-    route(r, &r->batch.msgs[i]);
-  }
-  msg_batch_trim(&r->batch, 64);
 }
 
 void router_input_free(router_input *ri)
@@ -219,4 +310,6 @@ void router_free(router *r)
   }
   msg_batch_free(&r->batch);
   msg_free(&r->plain);
+  free(r->chosen);
+  free(r->matched);
 }

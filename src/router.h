@@ -1,8 +1,9 @@
 /*
- * router.h - the path of one record: decode it, match each message against
- * every output's matcher, encode it for each output that wants it, and
- * queue the encoded record on that output's sink. Whatever fails on the way
- * goes to the dead-letter path with its reason.
+ * router.h - the path of the records: decode them, match each message
+ * against every output's matcher, encode it for each output that wants it,
+ * and queue the encoded record on that output's sink. Whatever fails on the
+ * way goes to the dead-letter path with its reason. Records go in batches,
+ * a call into each plugin per batch (sandbox_batch.c says why).
  *
  * A router owns the sandboxes and the message batch it uses, and only
  * queues onto sinks: each worker thread (worker.h) owns one, with its own
@@ -80,21 +81,40 @@ typedef struct {
   router_output_counts *outputs; /* one per output */
 } router_counts;
 
+/* Records decoded in one batch (sandbox_decode_many), and the most
+ * messages a batch gathers before they are routed. */
+#define ROUTER_BATCH 64
+
 typedef struct {
   router_output *outputs;
   size_t noutputs;
   dead_letter *dl;
   router_counts *counts;     /* where router_record counts */
-  msg_batch batch;
-  msg plain;
+  msg_batch batch;           /* messages waiting to be routed */
+  msg plain;                 /* a record without a decoder, being made */
+  /* Records waiting for their input's decoder, with their origins. */
+  msg_origin waiting[ROUTER_BATCH];
+  size_t nwaiting;
+  router_input *waiting_input;
+  uint32_t decoded;          /* messages of the records decoded so far */
+  /* Routing: the messages chosen for one output, which of the batch some
+   * output took, and the delivery under way (output, where its record
+   * begins, its head's length). */
+  const msg **chosen;
+  bool *matched;
+  uint32_t choice_cap;
+  size_t out, start, head;
 } router;
 
 void router_init(router *r, router_output *outputs, size_t noutputs,
                  dead_letter *dl);
 /* One record of input ri; piece is non-zero for the pieces of a line
- * longer than max_line, which ri->long_lines disposes of. */
+ * longer than max_line, which ri->long_lines disposes of. Records wait to
+ * be decoded and routed in batches: o's bytes must stay until
+ * router_flush, which sends what waits on its way. */
 void router_record(router *r, router_input *ri, const msg_origin *o,
                    unsigned piece);
+void router_flush(router *r);
 /* Frees the batch, and the outputs' matchers and encoders. */
 void router_free(router *r);
 void router_input_free(router_input *ri);

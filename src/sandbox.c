@@ -41,8 +41,9 @@
 #define MAX_PLUGIN_SIZE (4u << 20)
 #define RESTART_MAX_MS 60000
 
-/* Fixed stack slots of a loaded state. */
-enum { SLOT_ERRFUNC = 1, SLOT_ENTRY = 2 };
+/* Fixed stack slots of a loaded state: the driver (sandbox_batch.c) holds
+ * the entry point. */
+enum { SLOT_ERRFUNC = 1, SLOT_DRIVER = 2 };
 
 static const char *const limit_names[] = {
   "none", "instruction", "cpu", "memory", "output", "input"
@@ -90,6 +91,8 @@ static void arm_hook(sandbox *sb, int count)
 {
   pthread_mutex_lock(&sb->hook_lock);
   lua_sethook(sb->L, sandbox_hook, LUA_MASKCOUNT, count);
+  atomic_store_explicit(&sb->armed_seq, atomic_load(&sb->call_seq),
+                        memory_order_relaxed);
   atomic_store_explicit(&sb->hook_armed, true, memory_order_relaxed);
   pthread_mutex_unlock(&sb->hook_lock);
 }
@@ -132,9 +135,15 @@ void sandbox_hook(lua_State *L, lua_Debug *ar)
   sandbox *sb = sandbox_of(L);
 
   if (sb->broken == SANDBOX_LIMIT_NONE) {
-    sandbox_limit limit = limit_due(sb, SANDBOX_HOOK_STEP);
+    sandbox_limit limit;
     char where[160];
 
+    /* Armed by the watchdog for an item of a batch that has ended since:
+     * not this call's. The hook stays until the call ends. */
+    if (atomic_load_explicit(&sb->armed_seq, memory_order_relaxed) !=
+        atomic_load_explicit(&sb->call_seq, memory_order_relaxed))
+      return;
+    limit = limit_due(sb, SANDBOX_HOOK_STEP);
     if (limit == SANDBOX_LIMIT_NONE) return;
     if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
       snprintf(where, sizeof where, "%s:%d", ar->short_src, ar->currentline);
@@ -175,12 +184,17 @@ void sandbox_pattern_step(lua_State *L, void *ud)
 
 void sandbox_count_output(lua_State *L, sandbox *sb, size_t n)
 {
-  char where[160];
-
   sb->emitted += n;
   if (!sb->limits.output_limit || sb->emitted <= sb->limits.output_limit)
     return;
-  lua_where(L, 1, where, sizeof where);
+  sandbox_output_broken(L, sb, 1);
+}
+
+void sandbox_output_broken(lua_State *L, sandbox *sb, int level)
+{
+  char where[160];
+
+  lua_where(L, level, where, sizeof where);
   break_limit(sb, SANDBOX_LIMIT_OUTPUT, where);
   luaL_error(L, "output limit exceeded");
 }
@@ -203,16 +217,9 @@ static int on_error(lua_State *L)
 
 static void begin_call(sandbox *sb)
 {
-  uint64_t seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
-
-  sb->emitted = 0;
-  sb->instructions = 0;
-  sb->broken = SANDBOX_LIMIT_NONE;
-  sb->broken_where[0] = '\0';
-  sb->mem.refused_size = 0;
   if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed))
     disarm_hook(sb);
-  atomic_store_explicit(&sb->call_seq, seq + 1, memory_order_relaxed);
+  sandbox_new_call(sb);
   atomic_store_explicit(&sb->in_call, true, memory_order_release);
   sb->mem.enforce = true;
 }
@@ -317,9 +324,16 @@ static void memory_error(sandbox *sb, const char *what, char *err,
            sb->limits.memory_limit, sb->mem.used, sb->mem.refused_size);
 }
 
+/* Replaces the entry point, its argument, with its driver. */
+static int open_driver(lua_State *L)
+{
+  sandbox_batch_open(L, lua_touserdata(L, lua_upvalueindex(1)));
+  return 1;
+}
+
 /* Creates the state and runs the plugin file in it (under the limits, so a
  * plugin whose top level runs away is stopped too). Leaves the error
- * handler and process_message in their slots. */
+ * handler and the driver of its entry point in their slots. */
 static int load_state(sandbox *sb, char *err, size_t errlen)
 {
   lua_State *L;
@@ -406,6 +420,14 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     lua_getinfo(L, ">S", &ar);
     sb->entry_line = ar.linedefined;
   }
+  lua_pushlightuserdata(L, sb);
+  lua_pushcclosure(L, open_driver, 1);
+  lua_insert(L, -2);
+  if (lua_pcall(L, 1, 1, 0) != 0) {
+    snprintf(err, errlen, "cannot build the driver: %s",
+             lua_isstring(L, -1) ? lua_tostring(L, -1) : "not enough memory");
+    goto fail;
+  }
   lua_gc(L, LUA_GCCOLLECT, 0);
   return 0;
 fail:
@@ -488,54 +510,8 @@ static void fail_call(sandbox *sb, sandbox_limit limit, sandbox_result *res)
   res->status = SANDBOX_FAILED;
   res->limit = limit;
   describe_failure(sb, limit, res);
-  lua_settop(sb->L, SLOT_ENTRY);
+  lua_settop(sb->L, SLOT_DRIVER);
   recover(sb, res);
-}
-
-/* Runs process_message with `nargs` arguments already pushed above the
- * entry slot; on success leaves its two results on the stack. */
-static bool run_entry(sandbox *sb, int nargs, sandbox_result *res)
-{
-  int rc;
-  sandbox_limit limit;
-
-  begin_call(sb);
-  rc = lua_pcall(sb->L, nargs, 2, SLOT_ERRFUNC);
-  end_call(sb);
-  sb->stats.calls++;
-  limit = call_broken(sb);
-  if (rc == 0 && limit == SANDBOX_LIMIT_NONE) return true;
-  fail_call(sb, limit, res);
-  return false;
-}
-
-/* Reads the (code, reason) results every entry point returns. */
-static sandbox_status entry_status(sandbox *sb, sandbox_result *res)
-{
-  lua_State *L = sb->L;
-
-  if (lua_type(L, -2) == LUA_TNUMBER) {
-    lua_Number code = lua_tonumber(L, -2);
-    if (code == -1) {
-      snprintf(res->reason, sizeof res->reason, "rejected by %s: %s",
-               sb->name, lua_isstring(L, -1) ? lua_tostring(L, -1)
-                                             : "no reason given");
-      sb->stats.rejected++;
-      return SANDBOX_REJECTED;
-    }
-    if (code == -2 && sb->kind == SANDBOX_ENCODER) {
-      sb->stats.skipped++;
-      return SANDBOX_SKIPPED;
-    }
-  }
-  return SANDBOX_OK;
-}
-
-static void result_init(sandbox_result *res)
-{
-  res->status = SANDBOX_OK;
-  res->limit = SANDBOX_LIMIT_NONE;
-  res->reason[0] = '\0';
 }
 
 static bool stopped(sandbox *sb, sandbox_result *res)
@@ -546,109 +522,100 @@ static bool stopped(sandbox *sb, sandbox_result *res)
   if (sb->L) return false;
   now = monotonic_ms();
   res->status = SANDBOX_STOPPED;
+  res->limit = SANDBOX_LIMIT_NONE;
   snprintf(res->reason, sizeof res->reason, "plugin \"%s\" is stopped after "
            "failing; restarting in %.1f s", sb->name,
            (double)(sb->restart_at_ms > now ? sb->restart_at_ms - now : 0) / 1000);
   return true;
 }
 
+/* Runs the batch set up in sb->run: calls of the driver, each running items
+ * until one fails or the hook needs disarming; a failed item is reported,
+ * the state rebuilt, and the next call goes on after it. */
+static void run_items(sandbox *sb)
+{
+  sandbox_run *run = &sb->run;
+  sandbox_result res;
 
+  while (run->i < run->n) {
+    int32_t len;
+    int rc;
+
+    if (stopped(sb, &res)) {
+      sandbox_items_refuse(sb, &res);
+      return;
+    }
+    begin_call(sb);
+    len = sandbox_item_next(sb);
+    if (len < 0) {
+      end_call(sb);
+      continue;
+    }
+    lua_pushvalue(sb->L, SLOT_DRIVER);
+    if (sb->kind == SANDBOX_DECODER) lua_pushinteger(sb->L, len);
+    rc = lua_pcall(sb->L, sb->kind == SANDBOX_DECODER, 0, SLOT_ERRFUNC);
+    end_call(sb);
+    if (run->running) {
+      fail_call(sb, call_broken(sb), &run->res);
+      sandbox_item_end(sb);
+    } else if (rc != 0) {
+      /* Raised in the driver between two items (a limit whose hook fired
+       * late): no item failed. */
+      lua_settop(sb->L, SLOT_DRIVER);
+    }
+  }
+}
+
+static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
+{
+  sb->run.n = n;
+  sb->run.i = 0;
+  sb->run.running = false;
+  sb->run.each = each;
+  run_items(sb);
+  sb->batch = NULL;
+  sb->out = NULL;
+  sb->current = NULL;
+  sb->origin = NULL;
+  sb->run.recs = NULL;
+  sb->run.msgs = NULL;
+}
+
+void sandbox_decode_many(sandbox *sb, const msg_origin *recs, size_t n,
+                         msg_batch *out, const sandbox_each *each)
+{
+  sb->run.recs = recs;
+  sb->batch = out;
+  run_batch(sb, n, each);
+}
+
+void sandbox_encode_many(sandbox *sb, const msg *const *msgs, size_t n,
+                         buf *out, const sandbox_each *each)
+{
+  sb->run.msgs = msgs;
+  sb->out = out;
+  run_batch(sb, n, each);
+}
+
+static void keep_result(void *ud, size_t i, const sandbox_result *res)
+{
+  (void)i;
+  *(sandbox_result *)ud = *res;
+}
 
 void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
                     sandbox_result *res)
 {
-  uint32_t first = out->len;
-  uint64_t limit;
-  lua_State *L;
+  sandbox_each each = {NULL, keep_result, res};
 
-  result_init(res);
-  if (stopped(sb, res)) return;
-  L = sb->L; /* a restart makes a new one */
-  /* process_record's positions are int32 (record_byte's reads). */
-  limit = sb->limits.input_limit;
-  if (sb->by_position && (!limit || limit > INT32_MAX)) limit = INT32_MAX;
-  if (limit && rec->len > limit) {
-    res->status = SANDBOX_REJECTED;
-    res->limit = SANDBOX_LIMIT_INPUT;
-    snprintf(res->reason, sizeof res->reason,
-             "input limit exceeded: record of %zu bytes, limit %" PRIu64,
-             rec->len, limit);
-    sb->stats.rejected++;
-    return;
-  }
-  sb->origin = rec;
-  sb->batch = out;
-  lua_pushvalue(L, SLOT_ENTRY);
-  if (sb->by_position) {
-    sb->record.bytes = (const uint8_t *)rec->bytes;
-    sb->record.len = (int32_t)rec->len;
-    lua_pushinteger(L, (lua_Integer)rec->len);
-  } else {
-    lua_pushlstring(L, rec->bytes, rec->len);
-  }
-  if (run_entry(sb, 1, res)) {
-    res->status = entry_status(sb, res);
-    sb->failures_in_row = 0;
-    lua_settop(L, SLOT_ENTRY);
-  }
-  if (res->status != SANDBOX_OK) out->len = first;
-  sb->batch = NULL;
-  sb->origin = NULL;
-}
-
-/* Appends the string an encoder returned, within the output limit. */
-static void append_returned(sandbox *sb, buf *out, sandbox_result *res)
-{
-  size_t len;
-  const char *s = lua_tolstring(sb->L, -2, &len);
-
-  sb->emitted += len;
-  if (sb->limits.output_limit && sb->emitted > sb->limits.output_limit) {
-    snprintf(sb->broken_where, sizeof sb->broken_where,
-             "the return of process_message");
-    fail_call(sb, SANDBOX_LIMIT_OUTPUT, res);
-  } else if (!buf_append(out, s, len)) {
-    res->status = SANDBOX_REJECTED;
-    snprintf(res->reason, sizeof res->reason,
-             "out of memory appending %zu encoded bytes", len);
-  }
+  sandbox_decode_many(sb, rec, 1, out, &each);
 }
 
 void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res)
 {
-  size_t first = out->len;
-  lua_State *L;
+  sandbox_each each = {NULL, keep_result, res};
 
-  result_init(res);
-  if (stopped(sb, res)) return;
-  L = sb->L;
-  sb->origin = &m->origin;
-  sb->current = m;
-  sb->field_iter = 0;
-  sb->out = out;
-  lua_pushvalue(L, SLOT_ENTRY);
-  if (run_entry(sb, 0, res)) {
-    int t = lua_type(L, -2);
-    res->status = entry_status(sb, res);
-    if (res->status == SANDBOX_OK && t == LUA_TSTRING) {
-      append_returned(sb, out, res);
-    } else if (t != LUA_TNUMBER && t != LUA_TNIL && t != LUA_TSTRING) {
-      /* A table or a boolean is a bug in the encoder, not an empty line. */
-      res->status = SANDBOX_REJECTED;
-      snprintf(res->reason, sizeof res->reason, "encoder '%s' returned a %s; "
-               "process_message returns a string, a status number or nothing",
-               sb->name, lua_typename(L, t));
-      sb->stats.rejected++;
-    }
-    if (res->status != SANDBOX_FAILED) {
-      sb->failures_in_row = 0;
-      lua_settop(L, SLOT_ENTRY);
-    }
-  }
-  if (res->status != SANDBOX_OK) out->len = first;
-  sb->current = NULL;
-  sb->out = NULL;
-  sb->origin = NULL;
+  sandbox_encode_many(sb, &m, 1, out, &each);
 }
 
 static char *dup_or_empty(const char *s)

@@ -120,14 +120,36 @@ sandbox *sandbox_create(const sandbox_config *cfg, sandbox_watchdog *wd,
                         char *err, size_t errlen);
 void sandbox_destroy(sandbox *sb);
 
-/* Decoder call: process_message(record). Messages it injects are appended
- * to `out`, each with rec as its origin; on any status but SANDBOX_OK
- * nothing is appended. */
+/* What a batch call tells its caller of each item, in the items' order.
+ * begin (NULL: none) runs as item i is taken up, before any of its output:
+ * false leaves the item out (and end is not called for it). end runs once
+ * the item is done, with its result: a decoder's messages for record i are
+ * then the last ones appended to its batch, an encoder's bytes the last
+ * ones appended to its buffer (none unless the status is SANDBOX_OK). Both
+ * run in C between the plugin's calls for two items: they must not call
+ * into this sandbox. */
+typedef struct {
+  bool (*begin)(void *ud, size_t i);
+  void (*end)(void *ud, size_t i, const sandbox_result *res);
+  void *ud;
+} sandbox_each;
+
+/* Decoder calls: process_message(record) or process_record(length) for
+ * each of the n records, in order, each with the limits of a call of its
+ * own. Messages record i injects are appended to `out` with recs[i] as
+ * their origin. Many records go through one call into Lua (sandbox_batch.c
+ * says why); a failed one ends that call, and the rest go on in another. */
+void sandbox_decode_many(sandbox *sb, const msg_origin *recs, size_t n,
+                         msg_batch *out, const sandbox_each *each);
+/* Encoder calls: process_message() reading each of the n messages, in
+ * order, each with the limits of a call of its own; the encoded bytes are
+ * appended to `out`. */
+void sandbox_encode_many(sandbox *sb, const msg *const *msgs, size_t n,
+                         buf *out, const sandbox_each *each);
+
+/* One record or one message: the above for a batch of one. */
 void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,
                     sandbox_result *res);
-
-/* Encoder call: process_message() reading m. The encoded bytes are appended
- * to `out`; on any status but SANDBOX_OK nothing is appended. */
 void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res);
 
 bool sandbox_is_stopped(const sandbox *sb);

@@ -361,12 +361,23 @@ static int open_env(lua_State *L)
   return 0;
 }
 
+/* The registry field keeping the FFI library for trusted chunks. */
+#define TRUSTED_FFI_KEY "lumberjit.ffi"
+
 void sandbox_push_trusted(lua_State *L, const char *source, size_t len,
                           const char *name)
 {
   if (luaL_loadbufferx(L, source, len, name, "t") != 0) lua_error(L);
-  lua_pushcfunction(L, luaopen_ffi);
-  lua_call(L, 0, 1);
+  /* Opened once per state: opening it again would start a new table of C
+   * types, under the cdata the chunks before made. */
+  lua_getfield(L, LUA_REGISTRYINDEX, TRUSTED_FFI_KEY);
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushcfunction(L, luaopen_ffi);
+    lua_call(L, 0, 1);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, TRUSTED_FFI_KEY);
+  }
 }
 
 int sandbox_cpcall(lua_State *L, lua_CFunction fn, void *ud, const char *what,

@@ -38,6 +38,19 @@ typedef struct {
   int32_t len;
 } sandbox_record;
 
+/* The batch a call runs (sandbox_batch.c): items i.. of n, the records of
+ * a decoder or the messages of an encoder. */
+typedef struct {
+  const msg_origin *recs;   /* decoder */
+  const msg *const *msgs;   /* encoder */
+  size_t n, i;
+  bool running;             /* item i has begun and not ended */
+  size_t first;             /* where item i's output begins: a message of
+                               the batch, or a byte of out */
+  const sandbox_each *each;
+  sandbox_result res;       /* item i's */
+} sandbox_run;
+
 struct sandbox {
   char *name, *filename, *settings, *module_dirs;
   sandbox_kind kind;
@@ -57,6 +70,7 @@ struct sandbox {
   uint64_t restarted_at_ms;  /* when it last restarted */
 
   /* The call in progress. */
+  sandbox_run run;
   const msg_origin *origin; /* decoder: the record; encoder: the message's */
   sandbox_record record;    /* process_record's record */
   msg_batch *batch;         /* decoder output */
@@ -82,6 +96,7 @@ struct sandbox {
   atomic_uint_fast64_t call_seq; /* bumped at each call start */
   atomic_bool in_call;
   atomic_bool hook_armed;
+  atomic_uint_fast64_t armed_seq; /* the call the hook was armed in */
   atomic_uint_fast64_t stop_seq; /* watchdog: stop this call for CPU */
   atomic_uint_fast64_t cpu_used_ns; /* watchdog's last sample */
   pthread_mutex_t hook_lock;
@@ -163,10 +178,14 @@ void sandbox_span_get(lua_State *L, const sandbox *sb, int idx,
 /* sandbox_record.c: defines record_byte, record_find, record_stops,
  * record_decimal and record_text for decoders. */
 int sandbox_record_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
-/* sandbox_view.c: defines read_message and read_next_field for encoders. */
+/* sandbox_view.c: defines read_message, read_next_field and
+ * inject_message_json for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
-/* Counts n bytes against the output limit; raises a Lua error past it. */
+/* Counts n bytes against the output limit; raises a Lua error past it.
+ * sandbox_output_broken raises that error, the limit broken by the Lua
+ * function `level` levels up (lua_getstack's levels, 1: the caller). */
 void sandbox_count_output(lua_State *L, sandbox *sb, size_t n);
+void sandbox_output_broken(lua_State *L, sandbox *sb, int level);
 
 /* sandbox.c: the count hook the watchdog arms, and the pattern matcher's
  * interrupt (a pattern_interrupt_fn), which applies the same limits. */
@@ -179,6 +198,33 @@ static inline sandbox *sandbox_of(lua_State *L)
   lua_getallocf(L, &ud);
   return (sandbox *)((char *)ud - offsetof(sandbox, mem));
 }
+
+/* Starts a new call for the limits, the watchdog and the stats: every
+ * count starts over. A batch (sandbox_batch.c) starts one per item. */
+static inline void sandbox_new_call(sandbox *sb)
+{
+  uint64_t seq = atomic_load_explicit(&sb->call_seq, memory_order_relaxed);
+
+  sb->emitted = 0;
+  sb->instructions = 0;
+  sb->broken = SANDBOX_LIMIT_NONE;
+  sb->broken_where[0] = '\0';
+  sb->mem.refused_size = 0;
+  atomic_store_explicit(&sb->call_seq, seq + 1, memory_order_relaxed);
+}
+
+/* sandbox_batch.c: the driver, which runs the entry point for each item of
+ * a batch. sandbox_batch_open replaces the entry point on top of the stack
+ * with its driver (raises on errors). sandbox_item_next takes up the next
+ * item that runs Lua (ending those refused before: too long, left out by
+ * begin) and begins it: its length for a decoder, 0 for an encoder, or -1
+ * when none is left or the hook is armed (which only the C side may
+ * disarm, between calls). sandbox_item_end ends item i with run.res.
+ * sandbox_items_refuse ends every item left with the result *res. */
+void sandbox_batch_open(lua_State *L, sandbox *sb);
+int32_t sandbox_item_next(sandbox *sb);
+void sandbox_item_end(sandbox *sb);
+void sandbox_items_refuse(sandbox *sb, const sandbox_result *res);
 
 /* sandbox_watchdog.c */
 void sandbox_watchdog_add(sandbox_watchdog *wd, sandbox *sb);

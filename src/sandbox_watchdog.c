@@ -38,6 +38,7 @@ static void arm(sandbox *sb, uint64_t seq, int count)
   pthread_mutex_lock(&sb->hook_lock);
   if (sb->L && atomic_load(&sb->in_call) && atomic_load(&sb->call_seq) == seq) {
     lua_sethook(sb->L, sandbox_hook, LUA_MASKCOUNT, count);
+    atomic_store(&sb->armed_seq, seq);
     atomic_store(&sb->hook_armed, true);
   }
   pthread_mutex_unlock(&sb->hook_lock);
@@ -65,7 +66,8 @@ static void watch(sandbox *sb)
     atomic_store_explicit(&sb->stop_seq, seq, memory_order_release);
     arm(sb, seq, 1);
   } else if (sb->limits.instruction_limit &&
-             !atomic_load_explicit(&sb->hook_armed, memory_order_relaxed)) {
+             (!atomic_load_explicit(&sb->hook_armed, memory_order_relaxed) ||
+              atomic_load_explicit(&sb->armed_seq, memory_order_relaxed) != seq)) {
     arm(sb, seq, SANDBOX_HOOK_STEP);  /* start counting instructions */
   }
 }

@@ -80,6 +80,7 @@ static void run_job(worker *w, work_job *job)
                     r->has_from ? job->bytes.data + r->off + r->len : NULL};
     router_record(&w->router, job->input, &o, r->piece);
   }
+  router_flush(&w->router);
   job->dead_letters = w->dl.count - dead_letters;
 }
 
