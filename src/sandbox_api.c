@@ -11,16 +11,16 @@
  * raw: no metamethod of the script's runs during the conversion, so nothing
  * can call back into it. Each message costs MSG_INJECT_COST bytes of the
  * output limit on top of its contents, so a loop of inject_message({}) ends
- * at the limit like any other output. read_message and read_next_field live in
- * sandbox_view.c: they hand the encoder single values of the C message, so
- * nothing is copied into Lua tables unless the script asks. Every byte
- * emitted counts against the output limit.
+ * at the limit like any other output. read_message and read_next_field
+ * live in sandbox_view.c: they hand the encoder single values of the C
+ * message, so nothing is copied into Lua tables unless the script asks; so
+ * does inject_message_json, which writes the message as JSON in C. Every
+ * byte emitted counts against the output limit.
  */
 #include <string.h>
 
 #include <lauxlib.h>
 
-#include "json_message.h"
 #include "sandbox_internal.h"
 
 static int api_read_config(lua_State *L)
@@ -350,22 +350,6 @@ static int api_inject_message(lua_State *L)
   return 0;
 }
 
-/* inject_message_json(): appends the current message to the encoder's
- * output as one JSON object (json_message.h). */
-static int api_inject_message_json(lua_State *L)
-{
-  sandbox *sb = sandbox_of(L);
-  size_t start;
-
-  if (!sb->out || !sb->current)
-    return luaL_error(L, "inject_message_json: only encoders write messages");
-  start = sb->out->len;
-  if (!json_message(sb->out, sb->current))
-    return luaL_error(L, "inject_message_json: out of memory");
-  sandbox_count_output(L, sb, sb->out->len - start);
-  return 0;
-}
-
 /* inject_payload(type, name, data...): appends the data to the encoder's
  * output. type and name are accepted for Heka compatibility. */
 static int api_inject_payload(lua_State *L)
@@ -398,6 +382,5 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
     return sandbox_record_open(L, sb, err, errlen);
   }
   lua_register(L, "inject_payload", api_inject_payload);
-  lua_register(L, "inject_message_json", api_inject_message_json);
   return sandbox_view_open(L, sb, err, errlen);
 }

@@ -1,6 +1,7 @@
 /*
- * sandbox_view.c - read_message and read_next_field for encoders, as Lua
- * functions that read the C message through LuaJIT's FFI.
+ * sandbox_view.c - read_message, read_next_field and inject_message_json
+ * for encoders, as Lua functions that read the C message through LuaJIT's
+ * FFI.
  *
  * Why: a lua_CFunction cannot be compiled into a trace; every call to one
  * leaves compiled code, and an encoder makes a dozen such calls per
@@ -20,10 +21,11 @@
 
 #include <lauxlib.h>
 
+#include "json_message.h"
 #include "sandbox_internal.h"
 
 static const char view_source[] =
-  "local ffi, current_ptr, iter_ptr, layout = ...\n"
+  "local ffi, current_ptr, iter_ptr, layout, sandbox, fns, json_failed = ...\n"
   "ffi.cdef[[\n"
   "typedef struct { uint32_t off, len; } lj_span;\n"
   "typedef union { lj_span s; int64_t i; double d; bool b; } lj_value;\n"
@@ -42,6 +44,7 @@ static const char view_source[] =
   "  lj_origin origin;\n"
   "} lj_msg;\n"
   "int memcmp(const void *a, const void *b, size_t n);\n"
+  "typedef struct { int32_t (*json)(void *); } lj_view_fns;\n"
   "]]\n"
   "for key, want in pairs(layout) do\n"
   "  local ctype, field = key:match('^(lj_%w+)%.?(.*)$')\n"
@@ -52,6 +55,8 @@ static const char view_source[] =
   "end\n"
   "\n"
   "local current = ffi.cast('const lj_msg *const *', current_ptr)\n"
+  "local json = ffi.cast('const lj_view_fns *', fns).json\n"
+  "local sb = ffi.cast('void *', sandbox)\n"
   "local iter = ffi.cast('uint32_t *', iter_ptr)\n"
   "local C, string_of, tonumber, type, error = ffi.C, ffi.string, tonumber, type, error\n"
   "local match = string.match\n"
@@ -149,7 +154,58 @@ static const char view_source[] =
   "  end\n"
   "  return f.type, string_of(m.arena + f.name.off, f.name.len), v,\n"
   "         span(m, f.representation), f.count\n"
+  "end\n"
+  "\n"
+  "function inject_message_json()\n"
+  "  local failed = json(sb)\n"
+  "  if failed ~= 0 then json_failed(failed) end\n"
   "end\n";
+
+/* What write_json says when it does not write. */
+enum { JSON_WRITTEN, JSON_NO_MESSAGE, JSON_NO_MEMORY, JSON_PAST_LIMIT };
+
+/* inject_message_json's writing, called through FFI: appends the current
+ * message to the encoder's output as one JSON object (json_message.h) and
+ * counts it against the output limit. It cannot raise; json_failed does,
+ * for what it returned. */
+static int32_t write_json(void *at)
+{
+  sandbox *sb = at;
+  size_t start;
+
+  if (!sb->out || !sb->current) return JSON_NO_MESSAGE;
+  start = sb->out->len;
+  if (!json_message(sb->out, sb->current)) {
+    sb->out->len = start;
+    return JSON_NO_MEMORY;
+  }
+  sb->emitted += sb->out->len - start;
+  if (sb->limits.output_limit && sb->emitted > sb->limits.output_limit)
+    return JSON_PAST_LIMIT;
+  return JSON_WRITTEN;
+}
+
+/* Handed to the chunk as data: a function pointer is not an object pointer. */
+static const struct {
+  int32_t (*json)(void *);
+} view_fns = {write_json};
+
+/* json_failed(why): the error for what write_json returned, raised where
+ * the plugin called inject_message_json (level 2: above the chunk's
+ * function). */
+static int json_failed(lua_State *L)
+{
+  sandbox *sb = sandbox_of(L);
+  int why = (int)lua_tointeger(L, 1);
+
+  if (why == JSON_PAST_LIMIT) sandbox_output_broken(L, sb, 2);
+  luaL_where(L, 2);
+  lua_pushstring(L, why == JSON_NO_MEMORY
+                      ? "inject_message_json: out of memory"
+                      : "inject_message_json: only encoders write messages");
+  lua_concat(L, 2);
+  return lua_error(L);
+}
 
 /* The C layout the chunk checks its declaration against: "type" is a size,
  * "type.field" an offset. */
@@ -208,7 +264,10 @@ static int open_view(lua_State *L)
   lua_pushlightuserdata(L, (void *)&sb->current);
   lua_pushlightuserdata(L, &sb->field_iter);
   push_layout(L);
-  lua_call(L, 4, 0);
+  lua_pushlightuserdata(L, sb);
+  lua_pushlightuserdata(L, (void *)&view_fns);
+  lua_pushcfunction(L, json_failed);
+  lua_call(L, 7, 0);
   return 0;
 }
 
