@@ -24,6 +24,8 @@
 --   date.rfc3164_to_ns(zone [, now])  memo table, for rfc3164_received texts
 --                                     too; the year, when the text has none,
 --                                     inferred from now() (os.time by default)
+--   date.rfc3164_fields_to_ns(zone [, now])  function(month, day, hour, min,
+--                                     sec), for a time read into numbers
 --   date.iso8601_to_ns(zone)          function; zone only for texts without offset
 --   date.mysql_to_ns(zone), date.pgsql_to_ns(zone)  memo tables
 --   date.unix_to_ns                   function
@@ -192,6 +194,13 @@ date.unix_text = P"-"^-1 * digit^1
 -- given last year's year a year later.
 local RECONSIDER_YEARS_AFTER = 86400
 
+-- ns of an RFC 3164 time in in_zone's wall clock; year nil: inferred.
+local function rfc3164_ns(in_zone, now_seconds, year, month, day, hour, min, sec, frac)
+  year = year or date.infer_year(in_zone, now_seconds, month, day, hour, min, sec)
+  return (in_zone:utc_from_local(seconds_from_civil(year, month, day, hour, min, sec))
+          + frac) * 1e9
+end
+
 function date.rfc3164_to_ns(in_zone, now)
   in_zone = as_zone(in_zone)
   now = now or os.time
@@ -204,12 +213,21 @@ function date.rfc3164_to_ns(in_zone, now)
     end
     local year, month, day, year_before_time, hour, min, sec, frac =
       date.rfc3164_received:match(text)
-    year = year or year_before_time
-      or date.infer_year(in_zone, now_seconds, month, day, hour, min, sec)
-    return (in_zone:utc_from_local(seconds_from_civil(year, month, day, hour, min, sec))
-            + frac) * 1e9
+    return rfc3164_ns(in_zone, now_seconds, year or year_before_time, month, day,
+                      hour, min, sec, frac)
   end)
   return converted
+end
+
+-- The same for a time already read into numbers (no year, no fraction):
+-- function(month, day, hour, min, sec) -> ns, what rfc3164_to_ns gives
+-- for its text.
+function date.rfc3164_fields_to_ns(in_zone, now)
+  in_zone = as_zone(in_zone)
+  now = now or os.time
+  return function(month, day, hour, min, sec)
+    return rfc3164_ns(in_zone, now(), nil, month, day, hour, min, sec, 0)
+  end
 end
 
 -- Wall-clock seconds of "YYYY-MM-DDThh:mm:ss" (or with a space), memoized;

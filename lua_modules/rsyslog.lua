@@ -173,7 +173,7 @@ local function time_converter(context)
     if date_formats[option] then chosen = date_formats[option] end
     if option == "date-utc" then zone = date.zone("UTC") end
   end
-  return converters[chosen].text, converters[chosen].to_ns(zone, context.now), chosen
+  return converters[chosen].text, converters[chosen].to_ns(zone, context.now), chosen, zone
 end
 
 -- Each kind returns the pattern of its value, capturing exactly one value,
@@ -239,8 +239,11 @@ local kind_patterns = {
     return C(R"09"^1), function(v) return { { spec.field, "tonumber(" .. v .. ")" } } end
   end,
   time = function(element, spec, context)
-    local text, to_ns, chosen = time_converter(context)
-    if chosen == "rfc3164" then context.step = { kind = "time", field = spec.field, to_ns = to_ns } end
+    local text, to_ns, chosen, zone = time_converter(context)
+    if chosen == "rfc3164" then
+      context.step = { kind = "time", field = spec.field, to_ns = to_ns,
+                       fields_to_ns = date.rfc3164_fields_to_ns(zone, context.now) }
+    end
     local name = context.lookup("to_ns_" .. element.position, to_ns)
     local call = type(to_ns) == "table" and "%s[%s]" or "%s(%s)"
     return C(text), function(v) return { { spec.field, format(call, name, v) } } end

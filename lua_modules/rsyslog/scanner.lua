@@ -25,7 +25,8 @@
 --   { kind = "constant", text = "..." }
 --   { kind = "optional_space" }                       sp-if-no-1st-sp
 --   { kind = "pri" }                                  pri, syslogfacility, syslogseverity
---   { kind = "time", field = f, to_ns = memo }        RFC 3164 text -> to_ns[text]
+--   { kind = "time", field = f, to_ns = memo,         RFC 3164 text -> to_ns[text],
+--     fields_to_ns = fn }                            fn(month, day, h, m, s) without fraction
 --   { kind = "word", field = f, nil_value = bool }    span, or nil for "-"
 --   { kind = "text", field = f }                      span
 --   { kind = "tag", permit_slash = bool }             syslogtag, programname, procid spans
@@ -102,36 +103,37 @@ end
 
 -- date.rfc3164_text: month (any case) " " day " " hh:mm:ss ["." digits],
 -- day being " "[1-9] / "0"[1-9] / [12]digit / "3"[01] / [1-9], hh 00-23,
--- mm 00-59, ss 00-59 or 60. Its ns is to_ns[text]; lines come in runs of
--- one second, so the last text's ns is kept, known by the text's bytes as
--- two numbers (month and day, then the clock's six digits; none when there
--- is a fraction), which costs less than making the text a string. It is
--- what the memo would give: consecutive equal texts cannot reset it.
+-- mm 00-59, ss 00-59 or 60. Its ns is what to_ns[text] gives. Lines come
+-- in runs of one second, so the last time's ns is kept, known by its
+-- numbers; a new time is converted from the numbers read here
+-- (fields_to_ns), not by making the text a string and parsing it again,
+-- which cost ten times the rest of the line's reading. A time with a
+-- fraction goes through to_ns[text].
 function writers.time(step, code, k, name, _, prelude)
   prelude[#prelude + 1] = format([[
-local last_date_%d, last_clock_%d, last_ns_%d
-local function ns_%d(from, to, date, clock)
-  if date and date == last_date_%d and clock == last_clock_%d then return last_ns_%d end
-  local ns = %s[text(from, to)]
-  if date then last_date_%d, last_clock_%d, last_ns_%d = date, clock, ns end
-  return ns
-end]], k, k, k, k, k, k, k, name("to_ns", step.to_ns), k, k, k)
+local last_key_%d, last_ns_%d
+local function ns_%d(from, to, month, day, hour, min, sec)
+  if not sec then return %s[text(from, to)] end
+  local key = ((month * 32 + day) * 24 + hour) * 3600 + min * 60 + sec
+  if key == last_key_%d then return last_ns_%d end
+  last_key_%d, last_ns_%d = key, %s(month, day, hour, min, sec)
+  return last_ns_%d
+end]], k, k, k, name("to_ns", step.to_ns), k, k, k, k, name("fields_to_ns", step.fields_to_ns), k)
   code[#code + 1] = format([[
-local t%d, e%d, date%d, clock%d = i
+local t%d, e%d, month%d, day%d, hour%d, min%d, sec%d = i
 do
-  local month = byte(i + 2) and byte(i) * 65536 + byte(i + 1) * 256 + byte(i + 2)
-  if not (month and months[month]) or byte(i + 3) ~= 32 then return nil end
-  date%d = month * 65536
+  local m = byte(i + 2) and byte(i) * 65536 + byte(i + 1) * 256 + byte(i + 2)
+  month%d = m and months[m]
+  if not month%d or byte(i + 3) ~= 32 then return nil end
 end
 i = i + 4
 do
   local d1, d2 = byte(i), byte(i + 1)
-  if (d1 == 32 or d1 == 48) and digit(d2) and d2 >= 49 then i = i + 2
-  elseif (d1 == 49 or d1 == 50) and digit(d2) then i = i + 2
-  elseif d1 == 51 and (d2 == 48 or d2 == 49) then i = i + 2
-  elseif digit(d1) and d1 >= 49 then i = i + 1; d2 = 0
+  if (d1 == 32 or d1 == 48) and digit(d2) and d2 >= 49 then i = i + 2; day%d = d2 - 48
+  elseif (d1 == 49 or d1 == 50) and digit(d2) then i = i + 2; day%d = (d1 - 48) * 10 + d2 - 48
+  elseif d1 == 51 and (d2 == 48 or d2 == 49) then i = i + 2; day%d = 30 + d2 - 48
+  elseif digit(d1) and d1 >= 49 then i = i + 1; day%d = d1 - 48
   else return nil end
-  date%d = date%d + d1 * 256 + d2
 end
 do
   local h1, h2, m1, m2, s1, s2 = byte(i + 1), byte(i + 2), byte(i + 4), byte(i + 5), byte(i + 7), byte(i + 8)
@@ -140,15 +142,16 @@ do
           and byte(i + 6) == 58 and digit(s1) and digit(s2) and (s1 <= 53 or (s1 == 54 and s2 == 48))) then
     return nil
   end
-  clock%d = ((((h1 * 256 + h2) * 256 + m1) * 256 + m2) * 256 + s1) * 256 + s2
+  hour%d, min%d, sec%d = (h1 - 48) * 10 + h2 - 48, (m1 - 48) * 10 + m2 - 48, (s1 - 48) * 10 + s2 - 48
 end
 i = i + 9
 if byte(i) == 46 and digit(byte(i + 1)) then
   i = find(%s, i + 2)
-  date%d = nil
+  sec%d = nil
 end
-e%d = i]], k, k, k, k, k, k, k, k, name("stops", non_digits), k, k)
-  return { { step.field, format("ns_%d(t%d, e%d, date%d, clock%d)", k, k, k, k, k) } }
+e%d = i]], k, k, k, k, k, k, k, k, k, k, k, k, k, k, k, k, name("stops", non_digits), k, k)
+  return { { step.field, format("ns_%d(t%d, e%d, month%d, day%d, hour%d, min%d, sec%d)",
+                                k, k, k, k, k, k, k, k) } }
 end
 
 -- What a NILVALUE must be followed by (rsyslog.lua's nil_value).
@@ -234,14 +237,15 @@ end]], k, k, k, k, k, name("stops", " :"), k, k,
            { "procid", format("q%d and %s(q%d, r%d)", k, name("span", step.spans[3]), k, k) } }
 end
 
--- Month names in every case, by their three bytes as one number.
+-- Month names in every case, by their three bytes as one number: the
+-- month's number.
 local months = {}
-for _, month in ipairs({ "jan", "feb", "mar", "apr", "may", "jun",
-                         "jul", "aug", "sep", "oct", "nov", "dec" }) do
+for number, month in ipairs({ "jan", "feb", "mar", "apr", "may", "jun",
+                              "jul", "aug", "sep", "oct", "nov", "dec" }) do
   local function cases(prefix, rest)
     if rest == "" then
       local a, b, c = prefix:byte(1, 3)
-      months[a * 65536 + b * 256 + c] = true
+      months[a * 65536 + b * 256 + c] = number
       return
     end
     local ch = rest:sub(1, 1)
