@@ -205,6 +205,15 @@ static void route(router *r)
   for (uint32_t i = 0; i < n; i++) r->counts->unrouted += !r->matched[i];
 }
 
+/* Routes the batch's messages and empties it. */
+static void route_all(router *r)
+{
+  route(r);
+  msg_batch_clear(&r->batch);
+  msg_batch_trim(&r->batch, ROUTER_BATCH);
+  r->decoded = 0;
+}
+
 static void add_text_field(msg *m, const char *name, const char *value)
 {
   msg_field *f;
@@ -240,6 +249,11 @@ static void decoded(void *ud, size_t i, const sandbox_result *res)
   for (uint32_t k = r->decoded; k < r->batch.len; k++)
     add_origin(ri, &r->batch.msgs[k]);
   r->decoded = r->batch.len;
+  /* Records that each make many messages are routed as they come, so the
+   * batch holds about ROUTER_BATCH messages, not that many records' worth.
+   * The decoder takes up its next record after this, where the batch then
+   * ends. */
+  if (r->batch.len >= ROUTER_BATCH) route_all(r);
 }
 
 void router_flush(router *r)
@@ -251,9 +265,7 @@ void router_flush(router *r)
                         &r->batch, &each);
     r->nwaiting = 0;
   }
-  route(r);
-  msg_batch_clear(&r->batch);
-  msg_batch_trim(&r->batch, ROUTER_BATCH);
+  route_all(r);
 }
 
 void router_record(router *r, router_input *ri, const msg_origin *o,
