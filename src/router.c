@@ -184,6 +184,7 @@ static void route(router *r)
 {
   uint32_t n = r->batch.len;
 
+  if (n == 0) return;
   if (!grow_choice(r, n)) {
     r->counts->dead += n;
     for (uint32_t i = 0; i < n; i++)
