@@ -16,6 +16,7 @@ void router_init(router *r, router_output *outputs, size_t noutputs,
   r->batch = (msg_batch){0};
   r->counts = NULL;
   r->nwaiting = 0;
+  r->now_ns = 0;
   r->chosen = NULL;
   r->matched = NULL;
   r->choice_cap = 0;
@@ -213,6 +214,7 @@ static void route_all(router *r)
   msg_batch_clear(&r->batch);
   msg_batch_trim(&r->batch, ROUTER_BATCH);
   r->decoded = 0;
+  r->now_ns = 0;
 }
 
 static void add_text_field(msg *m, const char *name, const char *value)
@@ -298,7 +300,8 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
   }
   msg_reset(&r->plain);
   msg_store(&r->plain, o->bytes, o->len, &r->plain.payload);
-  r->plain.timestamp = msg_now_ns();
+  if (!r->now_ns) r->now_ns = msg_now_ns(); /* one reading a batch */
+  r->plain.timestamp = r->now_ns;
   r->plain.origin = *o;
   add_origin(ri, &r->plain);
   if (!msg_batch_push(&r->batch, &r->plain)) {

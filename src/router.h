@@ -92,6 +92,7 @@ typedef struct {
   router_counts *counts;     /* where router_record counts */
   msg_batch batch;           /* messages waiting to be routed */
   msg plain;                 /* a record without a decoder, being made */
+  int64_t now_ns;            /* such records' Timestamp, read once a batch */
   /* Records waiting for their input's decoder, with their origins. */
   msg_origin waiting[ROUTER_BATCH];
   size_t nwaiting;

@@ -572,6 +572,7 @@ static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
   sb->run.i = 0;
   sb->run.running = false;
   sb->run.each = each;
+  sb->batch_now_ns = 0;
   run_items(sb);
   sb->batch = NULL;
   sb->out = NULL;

@@ -118,13 +118,14 @@ void sandbox_items_refuse(sandbox *sb, const sandbox_result *res)
   }
 }
 
-/* A record past the input limit is rejected before any Lua runs. The
- * positions of process_record are int32 (record_byte's reads). */
+/* A record past the input limit is rejected before any Lua runs. Lengths
+ * reach the driver as int32 (and process_record's positions are int32,
+ * record_byte's reads), so no limit is above INT32_MAX. */
 static bool too_long(sandbox *sb, const msg_origin *rec)
 {
   uint64_t limit = sb->limits.input_limit;
 
-  if (sb->by_position && (!limit || limit > INT32_MAX)) limit = INT32_MAX;
+  if (!limit || limit > INT32_MAX) limit = INT32_MAX;
   if (!limit || rec->len <= limit) return false;
   sb->run.res.status = SANDBOX_REJECTED;
   sb->run.res.limit = SANDBOX_LIMIT_INPUT;

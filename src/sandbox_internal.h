@@ -75,6 +75,7 @@ struct sandbox {
   sandbox_record record;    /* process_record's record */
   msg_batch *batch;         /* decoder output */
   msg scratch;              /* inject_message builds a message here */
+  int64_t batch_now_ns;     /* the stamp of unstamped messages; 0: unread */
   const char *inject_names[MSG_H_COUNT + 1]; /* headers, "Fields": interned */
   const void *span_mt;      /* the metatable of record spans */
   /* The Fields table's nodes in name order, as the last message had them
@@ -131,8 +132,8 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 
 /* Empties the scratch message and stamps it with the record's origin. */
 void sandbox_inject_start(sandbox *sb);
-/* Stamps an unset Timestamp and moves the scratch message into the batch;
- * false when memory is exhausted. */
+/* Stamps an unset Timestamp (with the batch's time) and moves the scratch
+ * message into the batch; false when memory is exhausted. */
 bool sandbox_inject_finish(sandbox *sb);
 /* Timestamps and INTEGER values: int64, and doubles past +-2^63 do not
  * convert. */
