@@ -184,10 +184,7 @@ void sandbox_pattern_step(lua_State *L, void *ud)
 
 void sandbox_count_output(lua_State *L, sandbox *sb, size_t n)
 {
-  sb->emitted += n;
-  if (!sb->limits.output_limit || sb->emitted <= sb->limits.output_limit)
-    return;
-  sandbox_output_broken(L, sb, 1);
+  if (!sandbox_emit(sb, n)) sandbox_output_broken(L, sb, 1);
 }
 
 void sandbox_output_broken(lua_State *L, sandbox *sb, int level)

@@ -169,8 +169,7 @@ int32_t sandbox_item_next(sandbox *sb)
 /* The string an encoder returned, within the output limit. */
 static bool append_returned(sandbox *sb, const char *s, size_t len)
 {
-  sb->emitted += len;
-  if (sb->limits.output_limit && sb->emitted > sb->limits.output_limit) {
+  if (!sandbox_emit(sb, len)) {
     sb->broken = SANDBOX_LIMIT_OUTPUT;
     snprintf(sb->broken_where, sizeof sb->broken_where,
              "the return of process_message");

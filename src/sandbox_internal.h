@@ -182,6 +182,13 @@ int sandbox_record_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
 /* sandbox_view.c: defines read_message, read_next_field and
  * inject_message_json for encoders. */
 int sandbox_view_open(lua_State *L, sandbox *sb, char *err, size_t errlen);
+/* Counts n bytes against the output limit; false once past it. For C
+ * that cannot raise (FFI callouts), which reports the limit otherwise. */
+static inline bool sandbox_emit(sandbox *sb, size_t n)
+{
+  sb->emitted += n;
+  return !sb->limits.output_limit || sb->emitted <= sb->limits.output_limit;
+}
 /* Counts n bytes against the output limit; raises a Lua error past it.
  * sandbox_output_broken raises that error, the limit broken by the Lua
  * function `level` levels up (lua_getstack's levels, 1: the caller). */

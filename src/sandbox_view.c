@@ -179,10 +179,7 @@ static int32_t write_json(void *at)
     sb->out->len = start;
     return JSON_NO_MEMORY;
   }
-  sb->emitted += sb->out->len - start;
-  if (sb->limits.output_limit && sb->emitted > sb->limits.output_limit)
-    return JSON_PAST_LIMIT;
-  return JSON_WRITTEN;
+  return sandbox_emit(sb, sb->out->len - start) ? JSON_WRITTEN : JSON_PAST_LIMIT;
 }
 
 /* Handed to the chunk as data: a function pointer is not an object pointer. */
