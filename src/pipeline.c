@@ -32,9 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "log.h"
 #include "pipeline_internal.h"
 #include "signals.h"
+
+#define QUIET_LOOK_MS 1000
 
 static work_job *take_job(pipeline *pl)
 {
@@ -259,6 +262,7 @@ static void adopt(pipeline *pl, work_job *job)
   checkpoint_unref(job->ticket);
   job->next = pl->spare_jobs;
   pl->spare_jobs = job;
+  pl->jobs_back++;
   if (--pl->jobs_in_flight == 0) uv_unref((uv_handle_t *)&pl->notify);
   src->in_flight--;
   if (src->read_all && src->in_flight == 0) source_finished(pl, src);
@@ -292,6 +296,22 @@ void pipeline_jobs_back(uv_async_t *a)
   }
   pipeline_each_sink(pl, output_flush);
   apply_backpressure(pl);
+}
+
+/* Once a second: a pipeline that took no job back since the last look and
+ * whose outputs hold nothing gives the memory it freed back to the kernel,
+ * once each quiet spell (heap.h). */
+static void on_quiet_timer(uv_timer_t *t)
+{
+  pipeline *pl = t->data;
+
+  if (pl->jobs_back != pl->jobs_back_seen) {
+    pl->jobs_back_seen = pl->jobs_back;
+    pl->heap_dirty = true;
+  } else if (pl->heap_dirty && !any_sink(pl, busy)) {
+    heap_release();
+    pl->heap_dirty = false;
+  }
 }
 
 static void save_transport(output_sink *o)
@@ -523,6 +543,10 @@ int pipeline_run(pipeline *pl)
                    pl->checkpoint_interval_ms, pl->checkpoint_interval_ms);
     uv_unref((uv_handle_t *)&pl->checkpoints);
   }
+  /* What building the pipeline freed goes at the first quiet look. */
+  pl->heap_dirty = true;
+  uv_timer_start(&pl->quiet, on_quiet_timer, QUIET_LOOK_MS, QUIET_LOOK_MS);
+  uv_unref((uv_handle_t *)&pl->quiet);
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
     if (pi->kind->start(pi, err, sizeof err) != 0) {

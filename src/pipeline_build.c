@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "heap.h"
 #include "log.h"
 #include "output_kafka.h"
 #include "pipeline_internal.h"
@@ -486,6 +487,8 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   pl->deadline.data = pl;
   uv_timer_init(loop, &pl->checkpoints);
   pl->checkpoints.data = pl;
+  uv_timer_init(loop, &pl->quiet);
+  pl->quiet.data = pl;
   uv_async_init(loop, &pl->notify, pipeline_jobs_back);
   pl->notify.data = pl;
   uv_unref((uv_handle_t *)&pl->notify);
@@ -514,6 +517,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
     return NULL;
   }
   share_budget(pl);
+  heap_keep(cfg->memory_budget);
   for (size_t i = 0; i < pl->noutputs; i++) pl->outputs[i].cfg = NULL;
   for (size_t i = 0; i < pl->ninputs; i++) pl->inputs[i].cfg = NULL;
   pl->cfg = NULL;
@@ -558,6 +562,7 @@ static void close_handles(pipeline *pl)
   tail_close_dirs(&pl->tail_dirs);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
+  uv_close((uv_handle_t *)&pl->quiet, NULL);
   uv_close((uv_handle_t *)&pl->notify, NULL);
   uv_close((uv_handle_t *)&pl->send_before, NULL);
   uv_close((uv_handle_t *)&pl->send_after, NULL);

@@ -128,6 +128,9 @@ struct pipeline {
   size_t jobs_in_flight;
   uv_timer_t deadline;       /* started when stopping */
   uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
+  uv_timer_t quiet;          /* gives freed memory back once idle (heap.h) */
+  uint64_t jobs_back, jobs_back_seen; /* jobs come back: not quiet */
+  bool heap_dirty;           /* memory was freed since the last release */
   bool stopping, paused, handles_closed;
   bool past_deadline;        /* stop_timeout_ms passed: queues fail */
   int status;
