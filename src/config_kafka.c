@@ -218,7 +218,8 @@ static int read_producer(plugin_ctx *c, config_kafka *k)
   rdk.rd_kafka_conf_destroy(pl.check);
   if (rc != 0) return -1;
   for (char **p = pl.list; *p; p += 2)
-    if (strcmp(p[0], "bootstrap.servers") == 0) return 0;
+    if (strcmp(p[0], "bootstrap.servers") == 0 && p[1][strspn(p[1], " ,")])
+      return 0;
   return cfg_key_fail(c, "brokers", "is required: the bootstrap brokers, "
                       "\"host:port,host:port\"");
 }
