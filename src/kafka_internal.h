@@ -61,9 +61,6 @@ typedef struct kafka_output {
   bool settled;             /* a poll settled records: the queue may go on */
   uint64_t now_ns;          /* uv_hrtime at the start of this send or poll:
                                one clock read for a batch, not per record */
-  int64_t send_ms;          /* the wall clock at the start of this send, the
-                               records' Kafka timestamp: librdkafka would
-                               read it once per record */
   char fatal[512];          /* librdkafka's fatal error, once raised */
 
   /* The disk buffer. */
@@ -90,7 +87,8 @@ typedef struct kafka_output {
 /* ---- output_kafka.c ---- */
 
 /* Hands one record (routing head first) to librdkafka; from_disk: it is
- * the disk buffer's record dq_id. REJECTED and FATAL say why. */
+ * the disk buffer's record dq_id. REJECTED and FATAL say why. (The
+ * queue's records go in batches.) */
 produce_result kafka_produce(kafka_output *k, const output_record *r,
                              const char *bytes, size_t len, bool from_disk,
                              uint64_t dq_id, const char **why);

@@ -180,6 +180,9 @@ void output_fail(output_sink *o, const char *reason);
  * (routing head included); NULL when there is none. */
 const output_record *output_front(const output_sink *o, const char **bytes,
                                   size_t *len);
+/* The same for the record n places behind the front one. */
+const output_record *output_peek(const output_sink *o, size_t n,
+                                 const char **bytes, size_t *len);
 /* Takes the front record off the queue: the transport holds its
  * checkpoint reference until it settles it with one of the two below. */
 void output_take(output_sink *o);

@@ -32,6 +32,7 @@
 #define PURGE_WAIT_MS 5000
 #define POLL_BURST 10000
 #define POLL_INTERVAL_MS 100
+#define PRODUCE_BATCH 256
 
 /* ---- slots ---- */
 
@@ -118,14 +119,15 @@ static rd_kafka_topic_t *topic_handle_for(kafka_output *k, const char *name,
   return t->rkt;
 }
 
-/* The record goes with its slot, its opaque. */
-produce_result kafka_produce(kafka_output *k, const output_record *r,
-                             const char *bytes, size_t len, bool from_disk,
-                             uint64_t dq_id, const char **why)
+/* Readies one record (routing head first) as m for
+ * rd_kafka_produce_batch: its topic in m->rkt, its slot as its opaque, its
+ * bytes spent from the rate caps. PRODUCED when ready, else why not. */
+static produce_result prepare(kafka_output *k, const output_record *r,
+                              const char *bytes, size_t len, bool from_disk,
+                              uint64_t dq_id, rd_kafka_message_t *m,
+                              const char **why)
 {
   router_head h = {"", NULL, 0, 0};
-  rd_kafka_topic_t *rkt;
-  rd_kafka_resp_err_t err;
   uint64_t wait_ms;
   slot *s;
 
@@ -137,30 +139,118 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
     kafka_wake_later(k, wait_ms);
     return RATE_CAPPED;
   }
-  rkt = h.topic_len ? topic_handle_for(k, h.topic, h.topic_len)
-                    : topic_handle_for(k, k->topic, k->topic_len);
-  if (!rkt || !(s = slot_new(k))) {
+  m->rkt = h.topic_len ? topic_handle_for(k, h.topic, h.topic_len)
+                       : topic_handle_for(k, k->topic, k->topic_len);
+  if (!m->rkt || !(s = slot_new(k))) {
     *why = "out of memory";
     return REJECTED;
   }
   *s = (slot){*r, dq_id, k->now_ns, from_disk, NULL};
-  err = rdk.rd_kafka_producev(k->rk, RD_KAFKA_V_RKT(rkt),
-                          RD_KAFKA_V_PARTITION(RD_KAFKA_PARTITION_UA),
-                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                          RD_KAFKA_V_VALUE((void *)(bytes + r->head),
-                                           len - r->head),
-                          RD_KAFKA_V_KEY(h.key, h.key_len),
-                          RD_KAFKA_V_TIMESTAMP(k->send_ms),
-                          RD_KAFKA_V_OPAQUE(s), RD_KAFKA_V_END);
-  if (err) {
-    slot_free(k, s);
-    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return QUEUE_FULL;
-    *why = rdk.rd_kafka_err2str(err);
-    return err == RD_KAFKA_RESP_ERR__FATAL ? FATAL : REJECTED;
+  m->payload = (void *)(bytes + r->head);
+  m->len = len - r->head;
+  m->key = (void *)h.key;
+  m->key_len = h.key_len;
+  m->_private = s;
+  rate_cap_spend(&k->cap, m->len);
+  return PRODUCED;
+}
+
+/* A prepared record that was not produced gives its slot and its rate
+ * back. */
+static void unprepare(kafka_output *k, rd_kafka_message_t *m)
+{
+  slot_free(k, m->_private);
+  rate_cap_refund(&k->cap, m->len);
+}
+
+/* Hands m[0..n) (one topic) to librdkafka in one call: one clock reading
+ * and one topic lock for them all, where rd_kafka_producev took three
+ * readings and the lock for each record. librdkafka copies them
+ * (F_COPY). Their errors come back in m[i].err: once the queue is full,
+ * every record after it fails so too, so a prefix goes, in order. */
+static void produce_batch(kafka_output *k, rd_kafka_message_t *m, size_t n)
+{
+  int good = rdk.rd_kafka_produce_batch(m[0].rkt, RD_KAFKA_PARTITION_UA,
+                                        RD_KAFKA_MSG_F_COPY, m, (int)n);
+
+  k->in_flight += (uint64_t)good;
+  k->produced += (uint64_t)good;
+}
+
+/* Why librdkafka refused m: *why says for REJECTED and FATAL. */
+static produce_result refused(const rd_kafka_message_t *m, const char **why)
+{
+  if (m->err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return QUEUE_FULL;
+  *why = rdk.rd_kafka_err2str(m->err);
+  return m->err == RD_KAFKA_RESP_ERR__FATAL ? FATAL : REJECTED;
+}
+
+produce_result kafka_produce(kafka_output *k, const output_record *r,
+                             const char *bytes, size_t len, bool from_disk,
+                             uint64_t dq_id, const char **why)
+{
+  rd_kafka_message_t m;
+  produce_result pr = prepare(k, r, bytes, len, from_disk, dq_id, &m, why);
+
+  if (pr != PRODUCED) return pr;
+  produce_batch(k, &m, 1);
+  if (!m.err) return PRODUCED;
+  unprepare(k, &m);
+  return refused(&m, why);
+}
+
+/* Produces records from the front of the queue, up to PRODUCE_BATCH of
+ * them for one topic in one call, and takes those librdkafka took; one it
+ * rejected is refused (dead-lettered) and the rest go on. PRODUCED, or
+ * why the front record cannot go now: QUEUE_FULL, RATE_CAPPED, FATAL
+ * (with *why), or REJECTED before librdkafka saw it (with *why: the
+ * caller refuses it). */
+static produce_result produce_front(kafka_output *k, output_sink *o,
+                                    const char **why)
+{
+  rd_kafka_message_t m[PRODUCE_BATCH];
+  produce_result pr = PRODUCED;
+  size_t n;
+
+  for (n = 0; n < PRODUCE_BATCH; n++) {
+    const char *bytes;
+    size_t len;
+    const output_record *r = output_peek(o, n, &bytes, &len);
+    if (!r) break;
+    pr = prepare(k, r, bytes, len, false, 0, &m[n], why);
+    if (pr != PRODUCED) break;
+    if (m[n].rkt != m[0].rkt) {
+      unprepare(k, &m[n]);
+      break;
+    }
   }
-  rate_cap_spend(&k->cap, len - r->head);
-  k->in_flight++;
-  k->produced++;
+  /* What stopped the batch concerns its first record only: the others
+   * are produced first. */
+  if (n == 0) return pr;
+  produce_batch(k, m, n);
+  for (size_t i = 0; i < n; i++) {
+    const char *bytes;
+    size_t len;
+    output_record r;
+    if (!m[i].err) {
+      output_take(o);
+      continue;
+    }
+    unprepare(k, &m[i]);
+    pr = refused(&m[i], why);
+    if (pr != REJECTED) {
+      /* A full queue fails every record after it too, and a fatal error
+       * every record of the call. */
+      for (size_t j = i + 1; j < n; j++) unprepare(k, &m[j]);
+      return pr;
+    }
+    /* The bytes again from the queue: refusing an earlier record may have
+     * queued a dead letter, moving the queue's buffer. */
+    r = *output_front(o, &bytes, &len);
+    output_take(o);
+    k->rejected++;
+    output_undeliverable(o, &r, bytes + r.head, len - r.head, *why);
+  }
   return PRODUCED;
 }
 
@@ -175,7 +265,6 @@ static void send_records(output_sink *o)
   bool blocked;
 
   k->now_ns = uv_hrtime();
-  k->send_ms = msg_now_ns() / 1000000;
   /* With librdkafka full, the queue's records still go to the disk buffer;
    * under a rate cap they wait where they are. */
   blocked = k->dq && kafka_send_from_disk(k) == RATE_CAPPED;
@@ -192,10 +281,10 @@ static void send_records(output_sink *o)
       if (o->state == OUTPUT_FAILED) return;
       continue;
     }
-    pr = kafka_produce(k, r, bytes, len, false, 0, &why);
-    if (pr == PRODUCED) {
-      output_take(o);
-    } else if (pr == QUEUE_FULL && k->dq) {
+    pr = produce_front(k, o, &why);
+    if (pr == PRODUCED) continue;
+    r = output_front(o, &bytes, &len);
+    if (pr == QUEUE_FULL && k->dq) {
       blocked = !kafka_spill_front(k, r, bytes, len);
       if (o->state == OUTPUT_FAILED) return;
     } else if (pr == REJECTED) {

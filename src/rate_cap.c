@@ -47,3 +47,9 @@ void rate_cap_spend(rate_cap *rc, size_t len)
   if (rc->bytes_per_second) rc->byte_tokens -= (double)len;
   if (rc->records_per_second) rc->record_tokens -= 1;
 }
+
+void rate_cap_refund(rate_cap *rc, size_t len)
+{
+  if (rc->bytes_per_second) rc->byte_tokens += (double)len;
+  if (rc->records_per_second) rc->record_tokens += 1;
+}

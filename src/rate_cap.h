@@ -29,5 +29,7 @@ bool rate_cap_allows(rate_cap *rc, size_t len, uint64_t now_ns,
                      uint64_t *wait_ms);
 /* The record went: its bytes and itself come off the buckets. */
 void rate_cap_spend(rate_cap *rc, size_t len);
+/* A record spent did not go after all: back on the buckets. */
+void rate_cap_refund(rate_cap *rc, size_t len);
 
 #endif

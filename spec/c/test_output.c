@@ -3,12 +3,15 @@
  * reader gets every byte in order with each record counted once written; a
  * closed reader fails each queued and later record with its exact bytes,
  * also when the failure callback writes to the same sink; the high-water
- * mark holds until the queue drains.
+ * mark holds until the queue drains; a transport sees the records a
+ * worker's collector handed over, in order, by peeking and taking, and
+ * the queue keeps its buffer when it takes a smaller one's records.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -163,6 +166,76 @@ static void test_high_water(void)
   close(fds[1]);
 }
 
+/* A transport that takes nothing by itself: the test takes for it. */
+static void held_send(output_sink *o) { (void)o; }
+static bool held_busy(const output_sink *o) { (void)o; return false; }
+static void held_fail(output_sink *o, const char *reason) { (void)o; (void)reason; }
+static void held_checkpoint(output_sink *o) { (void)o; }
+static void held_summary(output_sink *o, char *line, size_t len)
+{
+  (void)o;
+  snprintf(line, len, "%s", "");
+}
+static void held_close_handles(output_sink *o) { (void)o; }
+static int held_close(output_sink *o) { (void)o; return 0; }
+
+static const output_transport held = {held_send, held_busy, held_fail,
+                                      held_checkpoint, held_summary,
+                                      held_close_handles, held_close};
+
+/* Record i of commit_record, as peeked at. */
+static bool peeks(output_sink *o, size_t n, unsigned i)
+{
+  char line[128];
+  const char *bytes;
+  size_t len;
+  int want = snprintf(line, sizeof line, "record %05u %080u\n", i, i);
+
+  return output_peek(o, n, &bytes, &len) && len == (size_t)want &&
+         memcmp(bytes, line, len) == 0;
+}
+
+static void test_transport_queue(void)
+{
+  output_sink t, big, small;
+  watcher w = {0};
+  const char *bytes;
+  size_t len, cap;
+
+  output_open_transport(&t, uv_default_loop(), "output 'test'", &held, NULL,
+                        (output_events){on_failed, on_changed, &w});
+  output_collector_init(&big);
+  output_collector_init(&small);
+  for (unsigned i = 0; i < 300; i++) commit_record(&big, i, NULL);
+  output_adopt(&t, &big);
+  CHECK(peeks(&t, 0, 0) && peeks(&t, 1, 1) && peeks(&t, 299, 299));
+  CHECK(!output_peek(&t, 300, &bytes, &len));
+  output_take(&t);
+  CHECK(peeks(&t, 0, 1) && peeks(&t, 298, 299));
+  CHECK(output_front(&t, &bytes, &len) == output_peek(&t, 0, &bytes, &len));
+  commit_record(&small, 300, NULL);
+  output_adopt(&t, &small);
+  CHECK(peeks(&t, 298, 299) && peeks(&t, 299, 300));
+  while (output_front(&t, &bytes, &len)) {
+    output_record r = t.recs[t.rec_head];
+    output_take(&t);
+    output_delivered(&t, &r);
+  }
+  CHECK(t.records_written == 300);
+  /* Empty now, the queue takes a one-record job by copying it into its own
+   * buffer, not by swapping its buffer for the job's small one. */
+  output_flush(&t);
+  cap = t.pending.cap;
+  commit_record(&small, 301, NULL);
+  output_adopt(&t, &small);
+  CHECK(t.pending.cap == cap);
+  CHECK(peeks(&t, 0, 301));
+  output_take(&t);
+  close_sink(&t);
+  output_close(&big);
+  output_close(&small);
+}
+
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN); /* as main.c: EPIPE, not a kill */
@@ -170,6 +243,7 @@ int main(void)
   test_closed_reader(false);
   test_closed_reader(true);
   test_high_water();
+  test_transport_queue();
   uv_run(uv_default_loop(), UV_RUN_NOWAIT);
   uv_loop_close(uv_default_loop());
   return check_summary();

@@ -47,7 +47,8 @@ describe("kafka_output", function()
   setup(function()
     b = k.start()
     k.create_topics(b, { logs = 3, keyed = 3, ["by-web"] = 1, ["by-db"] = 1, ["codec-gzip"] = 1,
-                         ["codec-snappy"] = 1, ["codec-lz4"] = 1, ["codec-zstd"] = 1, capped = 1, ["app-logs"] = 3 })
+                         ["codec-snappy"] = 1, ["codec-lz4"] = 1, ["codec-zstd"] = 1, capped = 1, ["app-logs"] = 3,
+                         sized = 1 })
   end)
 
   teardown(function()
@@ -125,6 +126,33 @@ describe("kafka_output", function()
     run.cleanup(r.dir)
   end)
 
+  it("refuses a record librdkafka rejects in the middle of a batch, and sends the rest in order", function()
+    -- Records go to librdkafka in batches; two in the first batch are over
+    -- message.max.bytes, so librdkafka rejects them as it takes the others.
+    local lines = {}
+    for i = 1, 400 do
+      local text = (i == 50 or i == 51) and ("big %d "):format(i) .. ("x"):rep(1500) or ("message %d"):format(i)
+      lines[i] = ("<13>Nov 23 10:00:01 h app[1]: %s"):format(text)
+    end
+    local r = run.lumberjit{ config = config(b, [[encoder = "payload", topic = "sized",
+      properties = { ["message.max.bytes"] = 1000 }]]), input = table.concat(lines, "\n") .. "\n" }
+    assert.are.equal(1, r.status, r.stderr)
+    local records = k.consume(b, "sized", { min = 398 })
+    assert.are.equal(398, #records)
+    for i, rec in ipairs(records) do
+      local n = i < 50 and i or i + 2
+      assert.are.equal(("message %d"):format(n), rec.value)
+    end
+    local dead = dead_letters(r.dir)
+    assert.are.equal(2, #dead)
+    for i, d in ipairs(dead) do
+      assert.truthy(d.reason:find("size too large", 1, true), d.reason)
+      assert.are.equal(("big %d "):format(49 + i) .. ("x"):rep(1500), d.payload)
+    end
+    assert.are.same({ produced = 398, delivered = 398, from_disk = 0, refused = 2 }, summary(r.stderr))
+    run.cleanup(r.dir)
+  end)
+
   it("compresses with gzip, snappy, lz4 and zstd", function()
     for _, codec in ipairs({ "gzip", "snappy", "lz4", "zstd" }) do
       local r = run.lumberjit{ config = config(b, ([[encoder = "payload", topic = "codec-%s",
@@ -176,11 +204,15 @@ describe("kafka_output", function()
       assert.truthy(r.stderr:find(case[2], 1, true), case[2] .. " not in: " .. r.stderr)
       run.cleanup(r.dir)
     end
-    local r = run.lumberjit{ config = (config(b, [[topic = "logs"]]):gsub('brokers = "[^"]*", ', "")),
-                             args = "--check" }
-    assert.are_not.equal(0, r.status)
-    assert.truthy(r.stderr:find("key 'brokers' is required", 1, true), r.stderr)
-    run.cleanup(r.dir)
+    -- Left out, or empty: librdkafka would take an empty list and wait for
+    -- a broker for ever (message.timeout.ms = 0).
+    for _, brokers in ipairs({ "", 'brokers = " , ", ' }) do
+      local r = run.lumberjit{ config = (config(b, [[topic = "logs"]]):gsub('brokers = "[^"]*", ', brokers)),
+                               args = "--check" }
+      assert.are_not.equal(0, r.status)
+      assert.truthy(r.stderr:find("key 'brokers' is required", 1, true), r.stderr)
+      run.cleanup(r.dir)
+    end
   end)
 
   it("runs examples/tail-to-kafka.lua as README.md says", function()
