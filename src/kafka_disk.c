@@ -21,6 +21,14 @@
 #include "log.h"
 #include "router.h"
 
+/* What the disk buffer adds to a record: its length and CRC, and the
+ * length of the input's name, the position and the routing head's length
+ * before it (kafka_spill). */
+#define SPILL_OVERHEAD 23
+/* Room left, for each record librdkafka holds, for its input's name and
+ * routing head (kafka_keep_held). */
+#define NAME_AND_HEAD 64
+
 static void put_le(buf *b, uint64_t v, int n)
 {
   char bytes[8];
@@ -273,7 +281,42 @@ void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
          kafka_spill(k, &s->r, rec.data, rec.len, err, sizeof err) == DQ_OK;
   if (!kept)
     output_undeliverable(k->o, &s->r, m->payload, m->len,
-                         "the run stopped before Kafka took the record, and "
-                         "the disk buffer did not take it");
+                         "librdkafka gave the record back (the run stopped, "
+                         "or every broker was down) and the disk buffer did "
+                         "not take it");
   buf_free(&rec);
+}
+
+/* Every broker is down (librdkafka said so, and nothing was delivered
+ * since; serve calls this after each poll). What librdkafka holds in its
+ * queues goes to the disk buffer: a crash during the outage then loses none of it (a syslog
+ * sender cannot send it again), and the inputs' checkpoints move past it.
+ * Only into an empty disk buffer, whole, and only if it fits with room to
+ * spare: records already there are newer, and records librdkafka took from
+ * it would have to be read again; records it cannot take would be
+ * dead-lettered. The records librdkafka has sent and waits on stay with it.
+ * So this moves records once an outage, or again after the disk buffer
+ * drained, whenever librdkafka holds some.
+ * From here on the disk buffer has a backlog, so new records go behind
+ * these, and its records go to librdkafka again (kept on disk until
+ * delivered) for when a broker is back. */
+void kafka_keep_held(kafka_output *k)
+{
+  dq_stats_t st;
+  uint64_t spilled = k->spilled, need;
+
+  dq_stats(k->dq, &st);
+  need = k->held_bytes + k->in_flight * (SPILL_OVERHEAD + NAME_AND_HEAD);
+  if (k->in_flight == 0 || st.records > 0 || k->stashed || k->nunsynced > 0 ||
+      st.bytes > k->buffer_max || need > k->buffer_max - st.bytes)
+    return;
+  rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE);
+  /* The purge is done: the reports of the records it took wait. */
+  while (rdk.rd_kafka_poll(k->rk, 0) > 0)
+    ;
+  if (kafka_sync_spilled(k) != DQ_OK) return;
+  k->spill_logged = true;
+  log_msg("%s: every broker is down; the %" PRIu64 " records librdkafka held "
+          "are in the disk buffer, and new records go behind them",
+          k->o->name, k->spilled - spilled);
 }

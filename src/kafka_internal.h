@@ -58,6 +58,9 @@ typedef struct kafka_output {
   slot *free_slots;
   slot_chunk *chunks;
   uint64_t in_flight;       /* records librdkafka holds */
+  uint64_t held_bytes;      /* their payloads and keys */
+  bool brokers_down;        /* librdkafka said every broker is, and no
+                               record was delivered since */
   bool settled;             /* a poll settled records: the queue may go on */
   uint64_t now_ns;          /* uv_hrtime at the start of this send or poll:
                                one clock read for a batch, not per record */
@@ -73,7 +76,6 @@ typedef struct kafka_output {
   size_t nunsynced, unsynced_cap; /* their checkpoint references */
   char **names;             /* input names of records read from it */
   size_t nnames;
-  bool keep_purged;         /* stopping: purged records go to it */
   uint64_t buffer_max;      /* its cap, bytes */
   bool spill_logged, full_logged; /* see kafka_note_backlog */
 
@@ -118,8 +120,12 @@ dq_result kafka_spill(kafka_output *k, const output_record *r,
 dq_result kafka_sync_spilled(kafka_output *k);
 /* Spilled records that cannot be made durable fail with reason. */
 void kafka_fail_unsynced(kafka_output *k, const char *reason);
-/* A record librdkafka gave back at the stop goes to the disk buffer. */
+/* A record librdkafka gave back (the stop, an outage) goes to the disk
+ * buffer. */
 void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m);
+/* Every broker is down: what librdkafka holds goes to the empty disk
+ * buffer, if it fits. */
+void kafka_keep_held(kafka_output *k);
 /* Logs the disk buffer's way back to normal: below half its cap, empty. */
 void kafka_note_backlog(kafka_output *k);
 /* A line about what the disk buffer holds, after `what`. */

@@ -175,6 +175,8 @@ static void produce_batch(kafka_output *k, rd_kafka_message_t *m, size_t n)
 
   k->in_flight += (uint64_t)good;
   k->produced += (uint64_t)good;
+  for (size_t i = 0; i < n; i++)
+    if (!m[i].err) k->held_bytes += m[i].len + m[i].key_len;
 }
 
 /* Why librdkafka refused m: *why says for REJECTED and FATAL. */
@@ -323,8 +325,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   (void)rk;
 
   k->in_flight--;
+  k->held_bytes -= m->len + m->key_len;
   k->settled = true;
   if (!m->err) {
+    k->brokers_down = false;
     latency_add(&k->latency, (k->now_ns - s->sent_ns) / 1000);
     k->delivered++;
     if (s->from_disk) {
@@ -334,7 +338,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
     } else {
       output_delivered(k->o, &s->r);
     }
-  } else if (k->keep_purged && purged(m->err)) {
+  } else if (k->dq && purged(m->err)) {
     kafka_keep_purged(k, s, m);
   } else {
     char why[512];
@@ -355,6 +359,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason,
   kafka_output *k = opaque;
   uint64_t now = uv_hrtime();
 
+  if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) k->brokers_down = true;
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char why[sizeof k->fatal - 64];
     rdk.rd_kafka_fatal_error(rk, why, sizeof why);
@@ -392,6 +397,8 @@ static void serve(kafka_output *k)
   k->now_ns = uv_hrtime();
   for (int i = 0; i < POLL_BURST && rdk.rd_kafka_poll(k->rk, 0) > 0; i++)
     ;
+  if (k->brokers_down && k->dq && k->o->state != OUTPUT_FAILED)
+    kafka_keep_held(k);
   if (k->fatal[0] && k->o->state != OUTPUT_FAILED)
     output_fail(k->o, k->fatal);
   if (k->settled && k->o->state != OUTPUT_FAILED) {
@@ -444,7 +451,6 @@ static void fail(output_sink *o, const char *reason)
   kafka_output *k = o->tx_state;
   uint64_t until = (k->now_ns = uv_hrtime()) + PURGE_WAIT_MS * 1000000ull;
 
-  k->keep_purged = k->dq != NULL;
   rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   while (k->in_flight > 0 && uv_hrtime() < until) rdk.rd_kafka_poll(k->rk, 100);
   if (k->in_flight > 0) {

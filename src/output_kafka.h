@@ -51,7 +51,10 @@
  * disk buffer is acknowledged to its input once fsynced there: it is
  * produced from the disk buffer later, by this run or the next. When
  * every stage is full the inputs are held (files are not read, sockets are
- * not read); nothing is dropped. At the stop deadline (stop_timeout_ms)
+ * not read); nothing is dropped. When librdkafka says every broker is
+ * down, what it holds in its queues moves to an empty disk buffer
+ * (kafka_keep_held), so a crash during the outage loses none of it. At the
+ * stop deadline (stop_timeout_ms)
  * what librdkafka and the queue still hold goes to the disk buffer, or,
  * without one, to the dead-letter path.
  */
