@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "utf8.h"
 
@@ -78,6 +81,40 @@ static inline uint64_t special(uint64_t x)
          ((x ^ (ones * '\\')) - ones) | x | (x + ones);
 }
 
+#ifdef __SSE2__
+/* The bytes of v that are other than printable ASCII or are '"' or '\\',
+ * as the bits of a mask. A signed compare takes those below 0x20 and
+ * those from 0x80 up (negative) at once. */
+static inline int special_lanes(__m128i v)
+{
+  __m128i flagged = _mm_or_si128(
+      _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                   _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f))),
+      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                   _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+
+  return _mm_movemask_epi8(flagged);
+}
+
+/* copy_plain for 16 bytes or more, 16 at a time (SSE2, on every x86-64):
+ * a quarter of the word-wide loop's instructions, on the longest strings
+ * (messages). The last 1 to 15 bytes go as the 16 that end the string. */
+static bool copy_plain_wide(char *p, const unsigned char *u, size_t len)
+{
+  __m128i v;
+  int flags = 0;
+
+  for (size_t i = 0; i < len - 15; i += 16) {
+    v = _mm_loadu_si128((const __m128i *)(u + i));
+    _mm_storeu_si128((__m128i *)(p + i), v);
+    flags |= special_lanes(v);
+  }
+  v = _mm_loadu_si128((const __m128i *)(u + len - 16));
+  _mm_storeu_si128((__m128i *)(p + len - 16), v);
+  return !(flags | special_lanes(v));
+}
+#endif
+
 /* Copies the len bytes at u to p as they are; true if none needed
  * escaping (else the caller writes over them). No branch per word, and no
  * copy of variable size (a library call): the last 1 to 7 bytes go as the
@@ -89,6 +126,9 @@ static bool copy_plain(char *p, const unsigned char *u, size_t len)
   uint64_t word, flags = 0;
   uint32_t lo, hi;
 
+#ifdef __SSE2__
+  if (len >= 16) return copy_plain_wide(p, u, len);
+#endif
   if (len >= 8) {
     for (size_t i = 0; i < len - 7; i += 8) {
       memcpy(&word, u + i, 8);

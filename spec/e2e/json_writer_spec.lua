@@ -5,7 +5,8 @@
 -- writes must be the reference's text, byte for byte. The messages carry
 -- what JSON makes hard: escapes, control bytes, DEL, invalid and valid
 -- UTF-8, reserved field names, arrays, fractions, huge and negative
--- numbers, booleans, absent headers.
+-- numbers, booleans, absent headers; and long strings with a byte to
+-- escape at each place.
 package.path = "./lua_modules/?.lua;./spec/modules/?.lua;" .. package.path
 local run = dofile("spec/e2e/run.lua")
 local harness = require "plugin_harness"
@@ -48,6 +49,17 @@ local lines = {
   "control \1\2\3\31 and DEL \127",
   "",
 }
+-- The writer copies long strings 16 bytes at a time, the last 16 as those
+-- that end the string: plain strings of 15 to 49 bytes, and each with one
+-- byte to escape at every place in it.
+local specials = { '"', "\\", "\1", "\31", "\127", "\200", "\t" }
+for len = 15, 49 do
+  lines[#lines + 1] = ("p"):rep(len)
+  for at = 1, len do
+    local special = specials[(len + at) % #specials + 1]
+    lines[#lines + 1] = ("a"):rep(at - 1) .. special .. ("b"):rep(len - at)
+  end
+end
 
 describe("the JSON encoder's C writer", function()
   it("writes what the Lua reference writes, byte for byte", function()
