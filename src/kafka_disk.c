@@ -287,19 +287,20 @@ void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
   buf_free(&rec);
 }
 
-/* Every broker is down (librdkafka said so, and nothing was delivered
- * since; serve calls this after each poll). What librdkafka holds in its
- * queues goes to the disk buffer: a crash during the outage then loses none of it (a syslog
- * sender cannot send it again), and the inputs' checkpoints move past it.
- * Only into an empty disk buffer, whole, and only if it fits with room to
- * spare: records already there are newer, and records librdkafka took from
- * it would have to be read again; records it cannot take would be
- * dead-lettered. The records librdkafka has sent and waits on stay with it.
- * So this moves records once an outage, or again after the disk buffer
- * drained, whenever librdkafka holds some.
- * From here on the disk buffer has a backlog, so new records go behind
- * these, and its records go to librdkafka again (kept on disk until
- * delivered) for when a broker is back. */
+/* Every broker is down: librdkafka said so, and nothing was delivered
+ * since (serve calls this after each poll). What librdkafka holds in its
+ * queues goes to the disk buffer, so a crash during the outage loses none
+ * of it (a syslog sender cannot send it again) and the inputs'
+ * checkpoints move past it. From then on the disk buffer has a backlog:
+ * new records go behind these, and its records go to librdkafka again
+ * (kept on disk until delivered) for when a broker is back.
+ *
+ * Only into an empty disk buffer: records already there would be newer
+ * than librdkafka's, or read from it, so appending would break the order.
+ * Only when they fit with room to spare: one the disk buffer refused would
+ * be dead-lettered. The records librdkafka has sent and waits on stay with
+ * it. So records move once an outage, or again after the disk buffer
+ * drained, whenever librdkafka holds some. */
 void kafka_keep_held(kafka_output *k)
 {
   dq_stats_t st;

@@ -201,18 +201,44 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
   return refused(&m, why);
 }
 
+/* A record librdkafka rejected in a batch, waiting to be refused once
+ * the batch's records are all taken off the queue. */
+typedef struct {
+  output_record r;
+  size_t off, len;          /* its payload in the copy of rejected bytes */
+  const char *why;
+} rejected_record;
+
+/* Refuses (dead-letters) the records librdkafka rejected, from copies of
+ * their payloads: a refusal may queue a dead letter on this very sink,
+ * moving its buffer. */
+static void refuse_rejected(kafka_output *k, output_sink *o,
+                            const rejected_record *rej, size_t nrej,
+                            const buf *bytes)
+{
+  for (size_t i = 0; i < nrej; i++) {
+    k->rejected++;
+    output_undeliverable(o, &rej[i].r,
+                         bytes->data ? bytes->data + rej[i].off : "",
+                         rej[i].len, rej[i].why);
+  }
+}
+
 /* Produces records from the front of the queue, up to PRODUCE_BATCH of
- * them for one topic in one call, and takes those librdkafka took; one it
- * rejected is refused (dead-lettered) and the rest go on. PRODUCED, or
- * why the front record cannot go now: QUEUE_FULL, RATE_CAPPED, FATAL
- * (with *why), or REJECTED before librdkafka saw it (with *why: the
- * caller refuses it). */
+ * them for one topic in one call, and takes them off the queue: those
+ * librdkafka took, and those it rejected, which are then refused. No
+ * callback runs until every record librdkafka took is off the queue, so
+ * none can be failed there as well. PRODUCED, or why the front record
+ * cannot go now: QUEUE_FULL, RATE_CAPPED, FATAL (with *why), or REJECTED
+ * before librdkafka saw it (with *why: the caller refuses it). */
 static produce_result produce_front(kafka_output *k, output_sink *o,
                                     const char **why)
 {
   rd_kafka_message_t m[PRODUCE_BATCH];
+  rejected_record rej[PRODUCE_BATCH];
+  buf rejected_bytes = {0};
   produce_result pr = PRODUCED;
-  size_t n;
+  size_t n, nrej = 0;
 
   for (n = 0; n < PRODUCE_BATCH; n++) {
     const char *bytes;
@@ -230,10 +256,9 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
    * are produced first. */
   if (n == 0) return pr;
   produce_batch(k, m, n);
+  pr = PRODUCED;
   for (size_t i = 0; i < n; i++) {
-    const char *bytes;
-    size_t len;
-    output_record r;
+    const output_record *r = &o->recs[o->rec_head];
     if (!m[i].err) {
       output_take(o);
       continue;
@@ -244,16 +269,18 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
       /* A full queue fails every record after it too, and a fatal error
        * every record of the call. */
       for (size_t j = i + 1; j < n; j++) unprepare(k, &m[j]);
-      return pr;
+      break;
     }
-    /* The bytes again from the queue: refusing an earlier record may have
-     * queued a dead letter, moving the queue's buffer. */
-    r = *output_front(o, &bytes, &len);
+    rej[nrej] = (rejected_record){*r, rejected_bytes.len, m[i].len, *why};
+    if (!buf_append(&rejected_bytes, m[i].payload, m[i].len))
+      rej[nrej].len = 0; /* refused all the same, without its bytes */
+    nrej++;
     output_take(o);
-    k->rejected++;
-    output_undeliverable(o, &r, bytes + r.head, len - r.head, *why);
+    pr = PRODUCED;
   }
-  return PRODUCED;
+  refuse_rejected(k, o, rej, nrej, &rejected_bytes);
+  buf_free(&rejected_bytes);
+  return pr;
 }
 
 /* ---- the transport ---- */
@@ -284,6 +311,7 @@ static void send_records(output_sink *o)
       continue;
     }
     pr = produce_front(k, o, &why);
+    if (o->state == OUTPUT_FAILED) return;
     if (pr == PRODUCED) continue;
     r = output_front(o, &bytes, &len);
     if (pr == QUEUE_FULL && k->dq) {
