@@ -139,8 +139,7 @@ produce_result kafka_send_from_disk(kafka_output *k)
       return FATAL;
     }
     if (pr == REJECTED) {
-      output_undeliverable(k->o, &r, bytes + r.head, len - r.head, why);
-      k->rejected++;
+      kafka_refuse(k, &r, bytes + r.head, len - r.head, why);
       dq_ack(k->dq, k->stash_id);
     }
     k->stashed = false;

@@ -94,6 +94,10 @@ typedef struct kafka_output {
 produce_result kafka_produce(kafka_output *k, const output_record *r,
                              const char *bytes, size_t len, bool from_disk,
                              uint64_t dq_id, const char **why);
+/* A record Kafka will not take goes to the dead-letter path with why
+ * (payload: without its routing head), and counts as refused. */
+void kafka_refuse(kafka_output *k, const output_record *r,
+                  const char *payload, size_t len, const char *why);
 /* The output tries again in ms (rate caps, a full disk). */
 void kafka_wake_later(kafka_output *k, uint64_t ms);
 

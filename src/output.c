@@ -483,8 +483,6 @@ void output_collector_init(output_sink *o)
   o->ev = (output_events){lose, unchanged, NULL};
 }
 
-/* Takes all of from's records in one copy; false (nothing taken) when o
- * cannot take them that way: failed, or out of memory. */
 /* A sink that wrote everything takes the collector's queue as it is: the
  * two swap buffers instead of copying a job's bytes. Only for buffers at
  * least as big as its own: a sink that took a job's small buffer would
@@ -510,6 +508,8 @@ static bool take_whole(output_sink *o, output_sink *from)
   return true;
 }
 
+/* Takes all of from's records in one copy; false (nothing taken) when o
+ * cannot take them that way: failed, or out of memory. */
 static bool adopt_whole(output_sink *o, output_sink *from)
 {
   size_t n = from->nrecs - from->rec_head, base = o->pending.len;

@@ -155,6 +155,13 @@ static produce_result prepare(kafka_output *k, const output_record *r,
   return PRODUCED;
 }
 
+void kafka_refuse(kafka_output *k, const output_record *r,
+                  const char *payload, size_t len, const char *why)
+{
+  k->rejected++;
+  output_undeliverable(k->o, r, payload, len, why);
+}
+
 /* A prepared record that was not produced gives its slot and its rate
  * back. */
 static void unprepare(kafka_output *k, rd_kafka_message_t *m)
@@ -212,16 +219,12 @@ typedef struct {
 /* Refuses (dead-letters) the records librdkafka rejected, from copies of
  * their payloads: a refusal may queue a dead letter on this very sink,
  * moving its buffer. */
-static void refuse_rejected(kafka_output *k, output_sink *o,
-                            const rejected_record *rej, size_t nrej,
-                            const buf *bytes)
+static void refuse_rejected(kafka_output *k, const rejected_record *rej,
+                            size_t nrej, const buf *bytes)
 {
-  for (size_t i = 0; i < nrej; i++) {
-    k->rejected++;
-    output_undeliverable(o, &rej[i].r,
-                         bytes->data ? bytes->data + rej[i].off : "",
-                         rej[i].len, rej[i].why);
-  }
+  for (size_t i = 0; i < nrej; i++)
+    kafka_refuse(k, &rej[i].r, bytes->data ? bytes->data + rej[i].off : "",
+                 rej[i].len, rej[i].why);
 }
 
 /* Produces records from the front of the queue, up to PRODUCE_BATCH of
@@ -258,27 +261,28 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
   produce_batch(k, m, n);
   pr = PRODUCED;
   for (size_t i = 0; i < n; i++) {
-    const output_record *r = &o->recs[o->rec_head];
+    produce_result stop;
     if (!m[i].err) {
       output_take(o);
       continue;
     }
     unprepare(k, &m[i]);
-    pr = refused(&m[i], why);
-    if (pr != REJECTED) {
+    stop = refused(&m[i], why);
+    if (stop != REJECTED) {
       /* A full queue fails every record after it too, and a fatal error
        * every record of the call. */
       for (size_t j = i + 1; j < n; j++) unprepare(k, &m[j]);
+      pr = stop;
       break;
     }
-    rej[nrej] = (rejected_record){*r, rejected_bytes.len, m[i].len, *why};
+    rej[nrej] = (rejected_record){o->recs[o->rec_head], rejected_bytes.len,
+                                  m[i].len, *why};
     if (!buf_append(&rejected_bytes, m[i].payload, m[i].len))
       rej[nrej].len = 0; /* refused all the same, without its bytes */
     nrej++;
     output_take(o);
-    pr = PRODUCED;
   }
-  refuse_rejected(k, o, rej, nrej, &rejected_bytes);
+  refuse_rejected(k, rej, nrej, &rejected_bytes);
   buf_free(&rejected_bytes);
   return pr;
 }
@@ -320,8 +324,7 @@ static void send_records(output_sink *o)
     } else if (pr == REJECTED) {
       output_record copy = *r;
       output_take(o);
-      k->rejected++;
-      output_undeliverable(o, &copy, bytes + copy.head, len - copy.head, why);
+      kafka_refuse(k, &copy, bytes + copy.head, len - copy.head, why);
     } else if (pr == FATAL) {
       output_fail(o, why);
       return;
@@ -372,8 +375,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
     char why[512];
     snprintf(why, sizeof why, "Kafka did not take the record (topic %s): %s",
              rdk.rd_kafka_topic_name(m->rkt), rdk.rd_kafka_err2str(m->err));
-    k->rejected++;
-    output_undeliverable(k->o, &s->r, m->payload, m->len, why);
+    kafka_refuse(k, &s->r, m->payload, m->len, why);
     if (s->from_disk) dq_ack(k->dq, s->dq_id);
   }
   slot_free(k, s);
