@@ -31,10 +31,12 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", %s }
   return dir
 end
 
--- Starts lumberjit in dir in the background; lumberjit.pid holds the PID of
--- lumberjit itself (not of a wrapper), for kill -9.
-local function start(dir)
-  h.spawn(dir, "wrapper", "sh -c 'echo $$ > lumberjit.pid; exec " .. run.quote(run.bin) .. " -c config.lua'", 600)
+-- Starts lumberjit in dir in the background, its standard input the file
+-- `stdin` in dir if given; lumberjit.pid holds the PID of lumberjit itself
+-- (not of a wrapper), for kill -9.
+local function start(dir, stdin)
+  h.spawn(dir, "wrapper", "sh -c 'echo $$ > lumberjit.pid; exec " .. run.quote(run.bin) .. " -c config.lua"
+    .. (stdin and " < " .. stdin or "") .. "'", 600)
   assert(h.wait_until(function() return run.read(dir .. "/lumberjit.pid") end, 10))
 end
 
@@ -219,14 +221,9 @@ input = { type = "stdin_input" }
 kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic = "outage",
           disk_buffer = { path = "%s/buffer" } }
 ]]):format(dir, b.bootstrap, dir))
-    local function run_on_stdin()
-      h.spawn(dir, "wrapper", "sh -c 'echo $$ > lumberjit.pid; exec " .. run.quote(run.bin)
-        .. " -c config.lua < in.log'", 600)
-      assert(h.wait_until(function() return run.read(dir .. "/lumberjit.pid") end, 10))
-    end
     stop_on_exit(dir, b)
     k.stop(b)
-    run_on_stdin()
+    start(dir, "in.log")
     assert.is_true(h.wait_until(function() return on_disk(dir) == 20000 end, 60),
       on_disk(dir) .. " lines in the disk buffer; " .. (run.read(dir .. "/wrapper.err") or ""))
     assert.truthy((run.read(dir .. "/wrapper.err") or ""):find(
@@ -236,7 +233,7 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
     -- Nothing more on standard input: the disk buffer has them all, and the
     -- run ends once it is drained.
     run.write(dir .. "/in.log", "")
-    run_on_stdin()
+    start(dir, "in.log")
     local status = h.wait_exit(dir, "wrapper", 120)
     os.remove(dir .. "/lumberjit.pid")
     assert.are.equal(0, status, run.read(dir .. "/wrapper.err"))
