@@ -214,6 +214,7 @@ static int start_workers(pipeline *pl, char *err, size_t errlen)
   }
   for (size_t k = 0; k < pl->nworkers; k++) {
     worker *w = &pl->workers[k];
+    w->id = (unsigned)k;
     w->build = build_worker;
     w->build_ud = pl;
     w->inputs = calloc(pl->ninputs ? pl->ninputs : 1, sizeof *w->inputs);

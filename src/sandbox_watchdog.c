@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "sandbox_internal.h"
+#include "thread_name.h"
 
 struct sandbox_watchdog {
   pthread_t thread;
@@ -77,6 +78,7 @@ static void *watchdog_main(void *arg)
   sandbox_watchdog *wd = arg;
   struct timespec next;
 
+  thread_name_set("lj:watchdog");
   clock_gettime(CLOCK_MONOTONIC, &next);
   pthread_mutex_lock(&wd->lock);
   while (!wd->stop) {

@@ -1,6 +1,8 @@
 /* worker.c - see worker.h. */
 #include "worker.h"
 
+#include "thread_name.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +89,12 @@ static void run_job(worker *w, work_job *job)
 static void *worker_main(void *arg)
 {
   worker *w = arg;
-  int rc = w->build(w->build_ud, w, w->error, sizeof w->error);
+  char name[16];
+  int rc;
+
+  snprintf(name, sizeof name, "lj:worker%u", w->id);
+  thread_name_set(name);
+  rc = w->build(w->build_ud, w, w->error, sizeof w->error);
 
   /* Also after a failure: router_free then frees what was built. */
   router_init(&w->router, w->outputs, w->noutputs, &w->dl);

@@ -68,6 +68,7 @@ struct worker {
   work_job *queued, *queued_tail; /* the loop thread's, until worker_send */
   work_job *done, *done_tail;   /* back to the loop */
   bool quit, started, ready, failed;
+  unsigned id;                  /* names the thread: lj:worker<id> */
   char error[512];
   uv_async_t *notify;           /* the loop's: jobs came back */
 
