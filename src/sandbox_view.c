@@ -1,7 +1,7 @@
 /*
- * sandbox_view.c - read_message, read_next_field and inject_message_json
- * for encoders, as Lua functions that read the C message through LuaJIT's
- * FFI.
+ * sandbox_view.c - read_message, read_next_field, inject_message_value and
+ * inject_message_json for encoders, as Lua functions that read the C
+ * message through LuaJIT's FFI.
  *
  * Why: a lua_CFunction cannot be compiled into a trace; every call to one
  * leaves compiled code, and an encoder makes a dozen such calls per
@@ -25,7 +25,7 @@
 #include "sandbox_internal.h"
 
 static const char view_source[] =
-  "local ffi, current_ptr, iter_ptr, layout, sandbox, fns, json_failed = ...\n"
+  "local ffi, current_ptr, iter_ptr, layout, sandbox, fns, write_failed = ...\n"
   "ffi.cdef[[\n"
   "typedef struct { uint32_t off, len; } lj_span;\n"
   "typedef union { lj_span s; int64_t i; double d; bool b; } lj_value;\n"
@@ -44,7 +44,8 @@ static const char view_source[] =
   "  lj_origin origin;\n"
   "} lj_msg;\n"
   "int memcmp(const void *a, const void *b, size_t n);\n"
-  "typedef struct { int32_t (*json)(void *); } lj_view_fns;\n"
+  "typedef struct { int32_t (*json)(void *);\n"
+  "                 int32_t (*bytes)(void *, const char *, size_t); } lj_view_fns;\n"
   "]]\n"
   "for key, want in pairs(layout) do\n"
   "  local ctype, field = key:match('^(lj_%w+)%.?(.*)$')\n"
@@ -56,15 +57,16 @@ static const char view_source[] =
   "\n"
   "local current = ffi.cast('const lj_msg *const *', current_ptr)\n"
   "local json = ffi.cast('const lj_view_fns *', fns).json\n"
+  "local write_bytes = ffi.cast('const lj_view_fns *', fns).bytes\n"
   "local sb = ffi.cast('void *', sandbox)\n"
   "local iter = ffi.cast('uint32_t *', iter_ptr)\n"
-  "local C, string_of, tonumber, type, error = ffi.C, ffi.string, tonumber, type, error\n"
+  "local C, string_of, tonumber, tostring, type, error = ffi.C, ffi.string, tonumber, tostring, type, error\n"
   "local match = string.match\n"
   "local STRING, BYTES, INTEGER, DOUBLE = 0, 1, 2, 3\n"
   "\n"
-  "local function message()\n"
+  "local function message(who)\n"
   "  local m = current[0]\n"
-  "  if m == nil then error('read_message: there is no current message', 3) end\n"
+  "  if m == nil then error(who .. ': there is no current message', 3) end\n"
   "  return m\n"
   "end\n"
   "local function span(m, s)\n"
@@ -107,32 +109,33 @@ static const char view_source[] =
   "\n"
   "-- 'Fields[name]' -> 'name', kept for the names an encoder uses.\n"
   "local field_names, field_names_count = {}, 0\n"
-  "local function field_name(name)\n"
+  "local function field_name(name, who)\n"
   "  local found = field_names[name]\n"
   "  if found then return found end\n"
   "  if type(name) ~= 'string' then\n"
-  "    error(\"bad argument #1 to 'read_message' (string expected, got \" .. type(name) .. ')', 3)\n"
+  "    error(\"bad argument #1 to '\" .. who .. \"' (string expected, got \" .. type(name) .. ')', 3)\n"
   "  end\n"
   "  found = match(name, '^Fields%[(.*)%]$')\n"
-  "  if not found then error(\"read_message: unknown name '\" .. name .. \"'\", 3) end\n"
+  "  if not found then error(who .. \": unknown name '\" .. name .. \"'\", 3) end\n"
   "  if field_names_count >= 1024 then field_names, field_names_count = {}, 0 end\n"
   "  field_names[name], field_names_count = found, field_names_count + 1\n"
   "  return found\n"
   "end\n"
-  "local function index(n, what)\n"
+  "local function index(n, what, who)\n"
   "  if n == nil then return 0 end\n"
   "  if type(n) ~= 'number' then\n"
-  "    error(\"bad argument to 'read_message' (\" .. what .. ' must be a number)', 3)\n"
+  "    error(\"bad argument to '\" .. who .. \"' (\" .. what .. ' must be a number)', 3)\n"
   "  end\n"
   "  return n\n"
   "end\n"
   "\n"
   "function read_message(name, field_index, array_index)\n"
-  "  local m = message()\n"
+  "  local m = message('read_message')\n"
   "  local header = headers[name]\n"
   "  if header then return header(m) end\n"
-  "  local fname = field_name(name)\n"
-  "  local fi, ai = index(field_index, 'field_index'), index(array_index, 'array_index')\n"
+  "  local fname = field_name(name, 'read_message')\n"
+  "  local fi, ai = index(field_index, 'field_index', 'read_message'),\n"
+  "        index(array_index, 'array_index', 'read_message')\n"
   "  if fi < 0 or ai < 0 or fi % 1 ~= 0 or ai % 1 ~= 0 then return nil end\n"
   "  local f = find_field(m, fname, fi)\n"
   "  if f == nil or ai >= f.count then return nil end\n"
@@ -140,7 +143,7 @@ static const char view_source[] =
   "end\n"
   "\n"
   "function read_next_field()\n"
-  "  local m = message()\n"
+  "  local m = message('read_next_field')\n"
   "  local i = iter[0]\n"
   "  if i >= m.nfields then return nil end\n"
   "  iter[0] = i + 1\n"
@@ -158,48 +161,101 @@ static const char view_source[] =
   "\n"
   "function inject_message_json()\n"
   "  local failed = json(sb)\n"
-  "  if failed ~= 0 then json_failed(failed) end\n"
+  "  if failed ~= 0 then write_failed(failed, 'inject_message_json') end\n"
+  "end\n"
+  "\n"
+  "-- The text headers and string fields are written from the message's own\n"
+  "-- bytes: no Lua string is made of them.\n"
+  "local text_headers = {\n"
+  "  Type = function(m) return m.type end,\n"
+  "  Logger = function(m) return m.logger end,\n"
+  "  Payload = function(m) return m.payload end,\n"
+  "  EnvVersion = function(m) return m.env_version end,\n"
+  "  Hostname = function(m) return m.hostname end,\n"
+  "}\n"
+  "\n"
+  "function inject_message_value(name, field_index, array_index)\n"
+  "  local m = message('inject_message_value')\n"
+  "  local header, p, len = text_headers[name]\n"
+  "  if header then\n"
+  "    local s = header(m)\n"
+  "    if s.len == 0 then return false end\n"
+  "    p, len = m.arena + s.off, s.len\n"
+  "  elseif name == 'raw' then\n"
+  "    if m.origin.bytes == nil then return false end\n"
+  "    p, len = m.origin.bytes, m.origin.len\n"
+  "  else\n"
+  "    local fi = index(field_index, 'field_index', 'inject_message_value')\n"
+  "    local ai = index(array_index, 'array_index', 'inject_message_value')\n"
+  "    local f = headers[name] == nil and fi >= 0 and ai >= 0 and fi % 1 == 0 and ai % 1 == 0\n"
+  "              and find_field(m, field_name(name, 'inject_message_value'), fi)\n"
+  "    if f and ai < f.count and (f.type == STRING or f.type == BYTES) then\n"
+  "      local v = m.values[f.first + ai]\n"
+  "      p, len = m.arena + v.s.off, v.s.len\n"
+  "    else\n"
+  "      p = read_message(name, field_index, array_index)\n"
+  "      if p == nil then return false end\n"
+  "      if type(p) ~= 'string' then p = tostring(p) end\n"
+  "      len = #p\n"
+  "    end\n"
+  "  end\n"
+  "  local failed = write_bytes(sb, p, len)\n"
+  "  if failed ~= 0 then write_failed(failed, 'inject_message_value') end\n"
+  "  return true\n"
   "end\n";
 
-/* What write_json says when it does not write. */
-enum { JSON_WRITTEN, JSON_NO_MESSAGE, JSON_NO_MEMORY, JSON_PAST_LIMIT };
+/* What write_json and write_bytes say when they do not write. */
+enum { WRITTEN, WRITE_NO_MESSAGE, WRITE_NO_MEMORY, WRITE_PAST_LIMIT };
 
 /* inject_message_json's writing, called through FFI: appends the current
  * message to the encoder's output as one JSON object (json_message.h) and
- * counts it against the output limit. It cannot raise; json_failed does,
+ * counts it against the output limit. It cannot raise; write_failed does,
  * for what it returned. */
 static int32_t write_json(void *at)
 {
   sandbox *sb = at;
   size_t start;
 
-  if (!sb->out || !sb->current) return JSON_NO_MESSAGE;
+  if (!sb->out || !sb->current) return WRITE_NO_MESSAGE;
   start = sb->out->len;
   if (!json_message(sb->out, sb->current)) {
     sb->out->len = start;
-    return JSON_NO_MEMORY;
+    return WRITE_NO_MEMORY;
   }
-  return sandbox_emit(sb, sb->out->len - start) ? JSON_WRITTEN : JSON_PAST_LIMIT;
+  return sandbox_emit(sb, sb->out->len - start) ? WRITTEN : WRITE_PAST_LIMIT;
+}
+
+/* inject_message_value's writing: appends len bytes at p (the current
+ * message's, or a Lua string the chunk holds) within the output limit. */
+static int32_t write_bytes(void *at, const char *p, size_t len)
+{
+  sandbox *sb = at;
+
+  if (!sb->out || !sb->current) return WRITE_NO_MESSAGE;
+  if (!sandbox_emit(sb, len)) return WRITE_PAST_LIMIT;
+  return buf_append(sb->out, p, len) ? WRITTEN : WRITE_NO_MEMORY;
 }
 
 /* Handed to the chunk as data: a function pointer is not an object pointer. */
 static const struct {
   int32_t (*json)(void *);
-} view_fns = {write_json};
+  int32_t (*bytes)(void *, const char *, size_t);
+} view_fns = {write_json, write_bytes};
 
-/* json_failed(why): the error for what write_json returned, raised where
- * the plugin called inject_message_json (level 2: above the chunk's
- * function). */
-static int json_failed(lua_State *L)
+/* write_failed(why, function): the error for what write_json or
+ * write_bytes returned, raised where the plugin called the function
+ * (level 3: above the chunk's function and its helper). */
+static int write_failed(lua_State *L)
 {
   sandbox *sb = sandbox_of(L);
   int why = (int)lua_tointeger(L, 1);
+  const char *fn = luaL_checkstring(L, 2);
 
-  if (why == JSON_PAST_LIMIT) sandbox_output_broken(L, sb, 2);
+  if (why == WRITE_PAST_LIMIT) sandbox_output_broken(L, sb, 2);
   luaL_where(L, 2);
-  lua_pushstring(L, why == JSON_NO_MEMORY
-                      ? "inject_message_json: out of memory"
-                      : "inject_message_json: only encoders write messages");
+  lua_pushfstring(L, why == WRITE_NO_MEMORY ? "%s: out of memory"
+                                            : "%s: only encoders write messages",
+                  fn);
   lua_concat(L, 2);
   return lua_error(L);
 }
@@ -263,7 +319,7 @@ static int open_view(lua_State *L)
   push_layout(L);
   lua_pushlightuserdata(L, sb);
   lua_pushlightuserdata(L, (void *)&view_fns);
-  lua_pushcfunction(L, json_failed);
+  lua_pushcfunction(L, write_failed);
   lua_call(L, 7, 0);
   return 0;
 }

@@ -328,6 +328,18 @@ static void test_process_record(void)
   sandbox_destroy(sb);
 }
 
+/* Field x with the values "a" and "bc", and "raw!" as the original
+ * record. */
+static void add_x_and_raw(msg *m)
+{
+  msg_field *f = msg_add_field(m, "x", 1, MSG_STRING, 2);
+
+  msg_store(m, "a", 1, &msg_field_values(m, f)[0].s);
+  msg_store(m, "bc", 2, &msg_field_values(m, f)[1].s);
+  m->origin.bytes = "raw!";
+  m->origin.len = 4;
+}
+
 static void test_encoder_api(void)
 {
   char err[512];
@@ -353,11 +365,7 @@ static void test_encoder_api(void)
   }
   msg_init(&m);
   msg_store(&m, "p1", 2, &m.payload);
-  f = msg_add_field(&m, "x", 1, MSG_STRING, 2);
-  msg_store(&m, "a", 1, &msg_field_values(&m, f)[0].s);
-  msg_store(&m, "bc", 2, &msg_field_values(&m, f)[1].s);
-  m.origin.bytes = "raw!";
-  m.origin.len = 4;
+  add_x_and_raw(&m);
   sandbox_encode(sb, &m, &out, &res);
   CHECK(res.status == SANDBOX_OK);
   CHECK(out.len == strlen("p1|bc|x|2|2|nil|raw!") &&
@@ -430,6 +438,60 @@ static void test_encoder_api(void)
   CHECK(out.len == 0);
   CHECK_CONTAINS(res.reason, "output limit exceeded: limit 65536 bytes, "
                  "emitted 100000, at the return of process_message");
+  msg_free(&m);
+  buf_free(&out);
+  sandbox_destroy(sb);
+}
+
+/* inject_message_value writes what read_message reads, as text: headers,
+ * string fields from the message's own bytes, numbers as tostring writes
+ * them; false and nothing written when absent. (Its output limit:
+ * test_sandbox_batch.c.) */
+static void test_inject_message_value(void)
+{
+  char err[512];
+  sandbox_result res;
+  buf out = {0};
+  msg m;
+  msg_field *f;
+  sandbox *sb = make(SANDBOX_ENCODER, "value.lua",
+    "function process_message()\n"
+    "  local function put(...)\n"
+    "    local ok, v = pcall(inject_message_value, ...)\n"
+    "    inject_payload('', '', '|', ok and tostring(v) or v:gsub('^.-: ', ''), '|')\n"
+    "  end\n"
+    "  put('Payload') put('Hostname') put('Type') put('Logger') put('EnvVersion')\n"
+    "  put('Fields[x]', 0, 1) put('Fields[x]', 1) put('Fields[n]') put('Fields[b]')\n"
+    "  put('Timestamp') put('Severity') put('Pid') put('raw') put('Fields[x]', 'a')\n"
+    "  put('Nonsense')\n"
+    "end\n", NULL, err, sizeof err);
+
+  CHECK(sb != NULL);
+  if (!sb) return;
+  msg_init(&m);
+  m.timestamp = 1234567890123456789LL;
+  m.severity = 3;
+  m.has_severity = true;
+  msg_store(&m, "line \0 of bytes", 15, &m.payload);
+  msg_store(&m, "host", 4, &m.hostname);
+  add_x_and_raw(&m);
+  f = msg_add_field(&m, "n", 1, MSG_INTEGER, 1);
+  msg_field_values(&m, f)->i = -7;
+  f = msg_add_field(&m, "b", 1, MSG_BOOL, 1);
+  msg_field_values(&m, f)->b = false;
+  sandbox_encode(sb, &m, &out, &res);
+  CHECK(res.status == SANDBOX_OK);
+  {
+    static const char want[] =
+      "line \0 of bytes|true|host|true||false||false||false|"
+      "bc|true||false|-7|true|false|true|1.2345678901235e+18|true|3|true|"
+      "|false|raw!|true|"
+      "|bad argument to 'inject_message_value' (field_index must be a number)|"
+      "|unknown name 'Nonsense'|";
+    CHECK(out.len == sizeof want - 1 && memcmp(out.data, want, out.len) == 0);
+    if (out.len != sizeof want - 1 || memcmp(out.data, want, out.len) != 0)
+      fwrite(out.data, 1, out.len, stderr);
+  }
   msg_free(&m);
   buf_free(&out);
   sandbox_destroy(sb);
@@ -803,6 +865,7 @@ int main(void)
   test_field_order();
   test_process_record();
   test_encoder_api();
+  test_inject_message_value();
   test_cpu_limit();
   test_instruction_limit();
   test_process_record_limits();

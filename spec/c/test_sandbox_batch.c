@@ -287,10 +287,12 @@ static void test_encode_results(void)
   destroy(sb, "encode.lua");
 }
 
-/* inject_message_json past the output limit fails its message, with the
- * plugin's line as where, even when the script catches the error. */
-static void test_json_output_limit(void)
+/* A writer of the encoder API (inject_message_json, inject_message_value)
+ * past the output limit fails its message, with the plugin's line as
+ * where, even when the script catches the error. */
+static void test_output_limit(const char *call)
 {
+  char src[256];
   sandbox_limits limits;
   msg m;
   buf out = {0};
@@ -299,11 +301,11 @@ static void test_json_output_limit(void)
 
   sandbox_limits_default(&limits);
   limits.output_limit = 100;
-  sb = make(SANDBOX_ENCODER, "json_limit.lua",
-    "function process_message()\n"
-    "  pcall(inject_message_json)\n"
-    "  return 0\n"
-    "end\n", &limits);
+  snprintf(src, sizeof src, "function process_message()\n"
+                            "  pcall(%s)\n"
+                            "  return 0\n"
+                            "end\n", call);
+  sb = make(SANDBOX_ENCODER, "writer_limit.lua", src, &limits);
   CHECK(sb != NULL);
   if (!sb) return;
   msg_init(&m);
@@ -320,10 +322,10 @@ static void test_json_output_limit(void)
   sandbox_encode(sb, &m, &out, &res);
   CHECK(res.status == SANDBOX_FAILED && res.limit == SANDBOX_LIMIT_OUTPUT);
   CHECK(out.len == 0);
-  CHECK_CONTAINS(res.reason, "json_limit.lua:2");
+  CHECK_CONTAINS(res.reason, "writer_limit.lua:2");
   msg_free(&m);
   buf_free(&out);
-  destroy(sb, "json_limit.lua");
+  destroy(sb, "writer_limit.lua");
 }
 
 int main(void)
@@ -340,7 +342,8 @@ int main(void)
   test_limits_per_item();
   test_stop_in_batch();
   test_encode_results();
-  test_json_output_limit();
+  test_output_limit("inject_message_json");
+  test_output_limit("inject_message_value, 'Payload'");
   sandbox_watchdog_stop(wd);
   rmdir(dir);
   return check_summary();

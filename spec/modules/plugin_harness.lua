@@ -4,7 +4,7 @@
 -- into the plugin's environment, as the sandbox does), record_span,
 -- record_byte, record_text, record_stops, record_find and record_decimal
 -- (process_record decoders are run with them),
--- inject_message, inject_payload, inject_message_json
+-- inject_message, inject_payload, inject_message_value, inject_message_json
 -- (spec/modules/json_reference.lua's text), read_message and read_next_field.
 --
 --   local plugin = harness.load("sandbox/decoders/rsyslog.lua", { tz = "UTC" })
@@ -227,6 +227,13 @@ function harness.load(path, config, options)
   env.inject_message_json = function()
     plugin.written[#plugin.written + 1] = json_of(env.read_message, env.read_next_field)
   end
+  env.inject_message_value = function(name, field_index, array_index)
+    local v = plugin:read_message(name, field_index, array_index)
+    plugin.wrote = true
+    if v == nil then return false end
+    plugin.written[#plugin.written + 1] = tostring(v)
+    return true
+  end
   env.inject_payload = function(payload_type, name, ...)
     plugin.payloads[#plugin.payloads + 1] = { type = payload_type, name = name,
                                               data = table.concat({ ... }) }
@@ -274,12 +281,13 @@ function Plugin:set_message(message)
 end
 
 -- What process_message returned; or, when it wrote with
--- inject_message_json and returned 0, what it wrote.
+-- inject_message_json or inject_message_value and returned 0, what it
+-- wrote.
 function Plugin:encode(message)
   self:set_message(message)
-  self.written = {}
+  self.written, self.wrote = {}, false
   local result, reason = self.env.process_message()
-  if (result == 0 or result == nil) and #self.written > 0 then
+  if (result == 0 or result == nil) and (#self.written > 0 or self.wrote) then
     return table.concat(self.written)
   end
   return result, reason
