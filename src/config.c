@@ -37,7 +37,7 @@
 static const char *const global_keys[] = {
   "dead_letter_path", "dead_letter_output", "watchdog_interval_ms",
   "stop_timeout_ms", "state_dir", "checkpoint_interval_ms", "memory_budget",
-  "workers", NULL
+  "workers", "metrics_path", "metrics_interval_ms", NULL
 };
 
 static int read_globals(loader *ld, config *cfg, int line)
@@ -46,6 +46,7 @@ static int read_globals(loader *ld, config *cfg, int line)
   plugin_ctx c = {ld, &g, NULL};
   uint64_t v = cfg->watchdog_interval_ms, stop = cfg->stop_timeout_ms;
   uint64_t ckpt = cfg->checkpoint_interval_ms, workers = cfg->workers;
+  uint64_t metrics_ms = cfg->metrics_interval_ms;
   char *dl_path = NULL;
 
   ld->globals_line = line;
@@ -57,8 +58,13 @@ static int read_globals(loader *ld, config *cfg, int line)
       cfg_read_string(&c, "state_dir", false, &cfg->state_dir) != 0 ||
       cfg_read_count(&c, "checkpoint_interval_ms", 3600000, &ckpt) != 0 ||
       cfg_read_count(&c, "memory_budget", 1e12, &cfg->memory_budget) != 0 ||
-      cfg_read_count(&c, "workers", 256, &workers) != 0)
+      cfg_read_count(&c, "workers", 256, &workers) != 0 ||
+      cfg_read_string(&c, "metrics_path", false, &cfg->metrics_path) != 0 ||
+      cfg_read_count(&c, "metrics_interval_ms", 3600000, &metrics_ms) != 0)
     return -1;
+  if (metrics_ms < 100)
+    return cfg_key_fail(&c, "metrics_interval_ms", "must be at least 100");
+  cfg->metrics_interval_ms = (unsigned)metrics_ms;
   if (workers < 1) return cfg_key_fail(&c, "workers", "must be at least 1");
   cfg->workers = (size_t)workers;
   if (cfg->memory_budget < (1u << 20))
@@ -439,6 +445,7 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   cfg->stop_timeout_ms = 5000;
   cfg->checkpoint_interval_ms = 1000;
   cfg->memory_budget = 32u << 20;
+  cfg->metrics_interval_ms = 10000;
   {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->workers = cores > 0 ? (size_t)cores : 1;
@@ -497,6 +504,7 @@ void config_free(config *cfg)
   free(cfg->dead_letter_path);
   free(cfg->dead_letter_output);
   free(cfg->state_dir);
+  free(cfg->metrics_path);
   memset(cfg, 0, sizeof *cfg);
 }
 

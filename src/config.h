@@ -138,6 +138,8 @@ typedef struct {
   unsigned checkpoint_interval_ms; /* how often they are saved */
   uint64_t memory_budget;   /* bytes the output queues may hold in all */
   size_t workers;           /* threads running decoders and encoders */
+  char *metrics_path;       /* the metrics file (metrics.h); NULL: none */
+  unsigned metrics_interval_ms; /* how often it is rewritten */
 } config;
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */

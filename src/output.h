@@ -67,6 +67,17 @@ typedef struct {
   void *ud;
 } output_events;
 
+/* What a transport holds and has done, for the metrics (metrics.h). */
+typedef struct {
+  uint64_t sent;              /* taken off the queue and handed on */
+  uint64_t delivered, refused;
+  uint64_t in_flight, in_flight_bytes; /* handed on, not yet settled */
+  bool has_disk_buffer;
+  uint64_t disk_records, disk_bytes;   /* in its disk buffer now */
+  uint64_t disk_put, disk_delivered;   /* put in it; delivered from it */
+  double latency_ms[5];       /* delivery: p50, p95, p99, p99.9, max */
+} output_tx_stats;
+
 /* What a sink that writes no fd sends records with. */
 typedef struct {
   /* Takes queued records (output_front, output_take) while it can. When
@@ -84,6 +95,7 @@ typedef struct {
   void (*checkpoint)(output_sink *o);
   /* What it adds to the run's summary: a line, or "" for none. */
   void (*summary)(output_sink *o, char *line, size_t len);
+  void (*stats)(output_sink *o, output_tx_stats *st);
   void (*close_handles)(output_sink *o);
   /* Frees its state; -1 when something it held could not be kept. */
   int (*close)(output_sink *o);

@@ -514,27 +514,43 @@ static void save_cursor(output_sink *o)
     log_msg("%s: %s", o->name, err);
 }
 
-static void summary(output_sink *o, char *line, size_t len)
+static void stats(output_sink *o, output_tx_stats *st)
 {
   kafka_output *k = o->tx_state;
   const latency_hist *h = &k->latency;
-  int n = snprintf(line, len, "Kafka: %" PRIu64 " produced, %" PRIu64
-                   " delivered (%" PRIu64 " of them from the disk buffer), %"
-                   PRIu64 " refused; delivery latency p50 %.1f ms, p95 %.1f "
-                   "ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms", k->produced,
-                   k->delivered, k->from_disk, k->rejected,
-                   latency_quantile(h, 0.5) / 1e3,
-                   latency_quantile(h, 0.95) / 1e3,
-                   latency_quantile(h, 0.99) / 1e3,
-                   latency_quantile(h, 0.999) / 1e3, h->max_us / 1e3);
 
-  if (k->dq && n > 0 && (size_t)n < len) {
-    dq_stats_t st;
-    dq_stats(k->dq, &st);
+  *st = (output_tx_stats){k->produced, k->delivered, k->rejected,
+                          k->in_flight, k->held_bytes, k->dq != NULL, 0, 0,
+                          k->spilled, k->from_disk,
+                          {latency_quantile(h, 0.5) / 1e3,
+                           latency_quantile(h, 0.95) / 1e3,
+                           latency_quantile(h, 0.99) / 1e3,
+                           latency_quantile(h, 0.999) / 1e3, h->max_us / 1e3}};
+  if (k->dq) {
+    dq_stats_t ds;
+    dq_stats(k->dq, &ds);
+    st->disk_records = ds.records;
+    st->disk_bytes = ds.bytes;
+  }
+}
+
+static void summary(output_sink *o, char *line, size_t len)
+{
+  output_tx_stats st;
+  int n;
+
+  stats(o, &st);
+  n = snprintf(line, len, "Kafka: %" PRIu64 " produced, %" PRIu64
+               " delivered (%" PRIu64 " of them from the disk buffer), %"
+               PRIu64 " refused; delivery latency p50 %.1f ms, p95 %.1f "
+               "ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms", st.sent,
+               st.delivered, st.disk_delivered, st.refused, st.latency_ms[0],
+               st.latency_ms[1], st.latency_ms[2], st.latency_ms[3],
+               st.latency_ms[4]);
+  if (st.has_disk_buffer && n > 0 && (size_t)n < len)
     snprintf(line + n, len - (size_t)n, "; %" PRIu64 " put in the disk "
              "buffer, which holds %" PRIu64 " records (%" PRIu64 " bytes)",
-             k->spilled, st.records, st.bytes);
-  }
+             st.disk_put, st.disk_records, st.disk_bytes);
 }
 
 static void close_handles(output_sink *o)
@@ -578,7 +594,8 @@ static int close_output(output_sink *o)
 }
 
 static const output_transport kafka_transport = {
-  send_records, busy, fail, save_cursor, summary, close_handles, close_output
+  send_records, busy, fail, save_cursor, summary, stats, close_handles,
+  close_output
 };
 
 /* ---- opening ---- */

@@ -34,6 +34,7 @@
 
 #include "heap.h"
 #include "log.h"
+#include "metrics.h"
 #include "pipeline_internal.h"
 #include "signals.h"
 
@@ -485,7 +486,9 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
     const pl_output *o = &pl->outputs[i];
     st->outputs[i] = (pipeline_output_stats){
       o->name, o->sink.records_written, o->write_failed + o->encoded.failed,
-      o->encoded.skipped, output_queued(&o->sink)};
+      o->encoded.skipped, o->sink.nrecs - o->sink.rec_head,
+      output_queued(&o->sink), o->sink.tx != NULL, {0}};
+    if (o->sink.tx) o->sink.tx->stats((output_sink *)&o->sink, &st->outputs[i].tx);
     lost += o->sink.records_lost;
   }
   if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;
@@ -493,10 +496,32 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   st->dead_letters_written = dead_letter_written(&pl->dl);
   st->dead_letters_lost = lost;
   st->unrouted = pl->unrouted;
+  st->paused = pl->paused;
   st->pauses = pl->pauses;
   st->paused_ms = (pl->paused_ns + (pl->paused ? uv_hrtime() - pl->paused_since
                                                : 0)) / 1000000;
   return st;
+}
+
+/* Rewrites the metrics file; a failure is logged once, until a write
+ * works again. */
+static void write_metrics(pipeline *pl)
+{
+  char err[512];
+
+  if (metrics_write(pl->metrics_path, pipeline_snapshot(pl), err,
+                    sizeof err) != 0) {
+    if (!pl->metrics_failing) log_msg("metrics: %s", err);
+    pl->metrics_failing = true;
+  } else if (pl->metrics_failing) {
+    log_msg("metrics: %s written again", pl->metrics_path);
+    pl->metrics_failing = false;
+  }
+}
+
+static void on_metrics_timer(uv_timer_t *t)
+{
+  write_metrics(t->data);
 }
 
 static void log_summary(pipeline *pl)
@@ -547,6 +572,12 @@ int pipeline_run(pipeline *pl)
   pl->heap_dirty = true;
   uv_timer_start(&pl->quiet, on_quiet_timer, QUIET_LOOK_MS, QUIET_LOOK_MS);
   uv_unref((uv_handle_t *)&pl->quiet);
+  if (pl->metrics_path) {
+    write_metrics(pl);
+    uv_timer_start(&pl->metrics, on_metrics_timer, pl->metrics_interval_ms,
+                   pl->metrics_interval_ms);
+    uv_unref((uv_handle_t *)&pl->metrics);
+  }
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
     if (pi->kind->start(pi, err, sizeof err) != 0) {
@@ -566,6 +597,7 @@ int pipeline_run(pipeline *pl)
   save_checkpoints(pl);
   pipeline_stop_workers(pl);
   log_summary(pl);
+  if (pl->metrics_path) write_metrics(pl);
   if (pipeline_snapshot(pl)->dead_letters_lost > 0) pl->status = 1;
   return pl->status;
 }

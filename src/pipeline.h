@@ -13,11 +13,12 @@
 #include <uv.h>
 
 #include "config.h"
+#include "output.h"
 
 typedef struct pipeline pipeline;
 
 /* The counters, as pipeline_snapshot reads them: the summary at exit and
- * (later) the metrics endpoint. */
+ * the metrics file (metrics.h). */
 typedef struct {
   const char *name;
   uint64_t records, overlong, truncated, dead;
@@ -33,7 +34,9 @@ typedef struct {
   uint64_t delivered;     /* written: the kernel took every byte */
   uint64_t failed;        /* dead-lettered: encoder or write failures */
   uint64_t skipped;       /* the encoder chose not to write them */
-  uint64_t queued_bytes;  /* in the queue now */
+  uint64_t queued_records, queued_bytes; /* in the queue now */
+  bool has_tx;            /* a transport's (Kafka), in tx */
+  output_tx_stats tx;
 } pipeline_output_stats;
 
 typedef struct {
@@ -43,6 +46,7 @@ typedef struct {
   uint64_t dead_letters, dead_letters_written;
   uint64_t dead_letters_lost; /* records neither written nor dead-lettered */
   uint64_t unrouted;      /* messages no output matched */
+  bool paused;            /* the inputs are held now */
   uint64_t pauses, paused_ms;
 } pipeline_stats;
 

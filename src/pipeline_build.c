@@ -490,6 +490,9 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   pl->checkpoints.data = pl;
   uv_timer_init(loop, &pl->quiet);
   pl->quiet.data = pl;
+  uv_timer_init(loop, &pl->metrics);
+  pl->metrics.data = pl;
+  pl->metrics_interval_ms = cfg->metrics_interval_ms;
   uv_async_init(loop, &pl->notify, pipeline_jobs_back);
   pl->notify.data = pl;
   uv_unref((uv_handle_t *)&pl->notify);
@@ -514,6 +517,11 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
       build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
       build_dead_letter(pl, err, errlen) != 0 ||
       start_workers(pl, err, errlen) != 0) {
+    pipeline_destroy(pl);
+    return NULL;
+  }
+  if (cfg->metrics_path && !(pl->metrics_path = keep(pl, cfg->metrics_path))) {
+    snprintf(err, errlen, "out of memory");
     pipeline_destroy(pl);
     return NULL;
   }
@@ -564,6 +572,7 @@ static void close_handles(pipeline *pl)
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_close((uv_handle_t *)&pl->quiet, NULL);
+  uv_close((uv_handle_t *)&pl->metrics, NULL);
   uv_close((uv_handle_t *)&pl->notify, NULL);
   uv_close((uv_handle_t *)&pl->send_before, NULL);
   uv_close((uv_handle_t *)&pl->send_after, NULL);

@@ -129,6 +129,10 @@ struct pipeline {
   uv_timer_t deadline;       /* started when stopping */
   uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
   uv_timer_t quiet;          /* gives freed memory back once idle (heap.h) */
+  uv_timer_t metrics;        /* rewrites the metrics file (metrics.h) */
+  const char *metrics_path;  /* NULL: no metrics file */
+  unsigned metrics_interval_ms;
+  bool metrics_failing;      /* the last write failed, and was logged */
   uint64_t jobs_back, jobs_back_seen; /* jobs come back: not quiet */
   bool heap_dirty;           /* memory was freed since the last release */
   bool stopping, paused, handles_closed;

@@ -176,12 +176,18 @@ static void held_summary(output_sink *o, char *line, size_t len)
   (void)o;
   snprintf(line, len, "%s", "");
 }
+static void held_stats(output_sink *o, output_tx_stats *st)
+{
+  (void)o;
+  *st = (output_tx_stats){0};
+}
 static void held_close_handles(output_sink *o) { (void)o; }
 static int held_close(output_sink *o) { (void)o; return 0; }
 
 static const output_transport held = {held_send, held_busy, held_fail,
                                       held_checkpoint, held_summary,
-                                      held_close_handles, held_close};
+                                      held_stats, held_close_handles,
+                                      held_close};
 
 /* Record i of commit_record, as peeked at. */
 static bool peeks(output_sink *o, size_t n, unsigned i)

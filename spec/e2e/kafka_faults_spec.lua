@@ -97,6 +97,13 @@ local function on_disk(dir)
   return n
 end
 
+-- A sample of dir/metrics.prom ('name{labels}'), or nil.
+local function metric(dir, key)
+  local text = "\n" .. (run.read(dir .. "/metrics.prom") or "")
+  local at = text:find("\n" .. key .. " ", 1, true)
+  return at and tonumber(text:match("^%S+", at + #key + 2))
+end
+
 -- The checkpointed offset of in.log, or 0.
 local function checkpoint(dir)
   return tonumber((run.read(dir .. "/state/checkpoints") or ""):match("offset (%d+)")) or 0
@@ -210,17 +217,19 @@ describe("kafka_output faults", function()
     run.cleanup(dir)
   end)
 
-  it("moves what librdkafka holds to the disk buffer once every broker is down: a crash then loses none of it", function()
+  it("moves what librdkafka holds to the disk buffer once every broker is down: a crash then loses none of it,"
+    .. " and the metrics show where the records wait", function()
     -- Standard input cannot be read again: records that were only in
     -- librdkafka's memory would go with the process.
     local dir = run.tmpdir()
     write_lines(dir .. "/in.log", 1, 20000)
     run.write(dir .. "/config.lua", ([[
-lumberjit = { dead_letter_path = "%s/dead.log", stop_timeout_ms = 2000 }
+lumberjit = { dead_letter_path = "%s/dead.log", stop_timeout_ms = 2000,
+              metrics_path = "%s/metrics.prom", metrics_interval_ms = 100 }
 input = { type = "stdin_input" }
 kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic = "outage",
           disk_buffer = { path = "%s/buffer" } }
-]]):format(dir, b.bootstrap, dir))
+]]):format(dir, dir, b.bootstrap, dir))
     stop_on_exit(dir, b)
     k.stop(b)
     start(dir, "in.log")
@@ -228,6 +237,16 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
       on_disk(dir) .. " lines in the disk buffer; " .. (run.read(dir .. "/wrapper.err") or ""))
     assert.truthy((run.read(dir .. "/wrapper.err") or ""):find(
       "every broker is down; the %d+ records librdkafka held are in the disk buffer"), run.read(dir .. "/wrapper.err"))
+    assert.is_true(h.wait_until(function()
+      return metric(dir, 'lumberjit_output_disk_buffer_records{output="kafka"}') == 20000
+    end, 10), run.read(dir .. "/metrics.prom"))
+    assert.are.equal(20000, metric(dir, 'lumberjit_input_records_total{input="input"}'))
+    -- librdkafka may hold them again, read from the disk buffer, which
+    -- keeps them until the broker has them.
+    assert.is_true(metric(dir, 'lumberjit_output_in_flight_records{output="kafka"}') <= 20000)
+    assert.are.equal(0, metric(dir, 'lumberjit_output_delivered_records_total{output="kafka"}'))
+    assert.are.equal(0, metric(dir, 'lumberjit_output_queued_records{output="kafka"}'))
+    assert.is_true(metric(dir, 'lumberjit_output_disk_buffer_bytes{output="kafka"}') >= 20000 * 60)
     kill9(dir)
     k.restart(b)
     -- Nothing more on standard input: the disk buffer has them all, and the

@@ -238,6 +238,13 @@ describe("kafka_output", function()
     table.sort(got)
     assert.are.same({ "logs/a.log four", "logs/a.log one", "logs/a.log two", "logs/b.log three" }, got)
     assert.matches("resuming logs/a.log at offset 8", run.read(dir .. "/stderr"))
+    -- The second run's metrics, written at its exit: one line read, and
+    -- nothing waiting anywhere.
+    local metrics = run.read(dir .. "/state/metrics.prom")
+    assert.matches('\nlumberjit_input_records_total{input="app"} 1\n', metrics)
+    assert.matches('\nlumberjit_output_delivered_records_total{output="kafka"} 1\n', metrics)
+    assert.matches('\nlumberjit_output_in_flight_records{output="kafka"} 0\n', metrics)
+    assert.matches('\nlumberjit_output_disk_buffer_records{output="kafka"} 0\n', metrics)
     run.cleanup(dir)
   end)
 

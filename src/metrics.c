@@ -1,0 +1,239 @@
+/* metrics.c - see metrics.h. */
+#include "metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Appends printf's text; false when out of memory. */
+static bool put(buf *b, const char *fmt, ...)
+{
+  va_list ap;
+  int n;
+
+  va_start(ap, fmt);
+  n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0 || !buf_reserve(b, (size_t)n + 1)) return false;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+  return true;
+}
+
+/* One metric: a uint64_t at `off` in each input's or output's stats.
+ * Prometheus wants every sample of a name together, under one HELP and
+ * TYPE: so names go outside, inputs or outputs inside. */
+typedef struct {
+  const char *name, *type, *help;
+  size_t off;
+  int only; /* which of them have it: see has() */
+} family;
+
+enum { ALL, SYSLOG, TRANSPORT, DISK_BUFFER };
+
+#define IN(f) offsetof(pipeline_input_stats, f)
+#define OUT(f) offsetof(pipeline_output_stats, f)
+
+static const family input_families[] = {
+  {"lumberjit_input_records_total", "counter", "Records read.", IN(records), ALL},
+  {"lumberjit_input_overlong_records_total", "counter",
+   "Records longer than max_line.", IN(overlong), ALL},
+  {"lumberjit_input_truncated_pieces_total", "counter",
+   "Pieces of overlong records cut off.", IN(truncated), ALL},
+  {"lumberjit_input_dead_letter_records_total", "counter",
+   "The input's records sent to the dead-letter path.", IN(dead), ALL},
+  {"lumberjit_syslog_connections_total", "counter",
+   "Connections accepted.", IN(connections), SYSLOG},
+  {"lumberjit_syslog_refused_connections_total", "counter",
+   "Connections refused over max_connections.", IN(refused), SYSLOG},
+  {"lumberjit_syslog_idle_closed_connections_total", "counter",
+   "Connections closed for being idle.", IN(idle_closed), SYSLOG},
+  {"lumberjit_syslog_malformed_frames_total", "counter",
+   "Frames that were no syslog frames.", IN(malformed), SYSLOG},
+  {"lumberjit_syslog_dropped_datagrams_total", "counter",
+   "Datagrams the kernel dropped while the socket was not read.", IN(dropped),
+   SYSLOG},
+};
+
+static const family output_families[] = {
+  {"lumberjit_output_delivered_records_total", "counter",
+   "Records written (the kernel took them) or acknowledged by the broker.",
+   OUT(delivered), ALL},
+  {"lumberjit_output_failed_records_total", "counter",
+   "Records dead-lettered: encoding or writing failed.", OUT(failed), ALL},
+  {"lumberjit_output_skipped_records_total", "counter",
+   "Records the encoder chose not to write.", OUT(skipped), ALL},
+  {"lumberjit_output_queued_records", "gauge",
+   "Records in the output's queue.", OUT(queued_records), ALL},
+  {"lumberjit_output_queued_bytes", "gauge",
+   "Bytes the output's queue holds, its index included.", OUT(queued_bytes), ALL},
+  {"lumberjit_output_sent_records_total", "counter",
+   "Records handed to the transport (librdkafka).", OUT(tx.sent), TRANSPORT},
+  {"lumberjit_output_refused_records_total", "counter",
+   "Records the broker refused for good (dead-lettered).", OUT(tx.refused),
+   TRANSPORT},
+  {"lumberjit_output_in_flight_records", "gauge",
+   "Records the transport (librdkafka) holds, not yet acknowledged.",
+   OUT(tx.in_flight), TRANSPORT},
+  {"lumberjit_output_in_flight_bytes", "gauge",
+   "Their payloads and keys.", OUT(tx.in_flight_bytes), TRANSPORT},
+  {"lumberjit_output_disk_buffer_records", "gauge",
+   "Records in the disk buffer.", OUT(tx.disk_records), DISK_BUFFER},
+  {"lumberjit_output_disk_buffer_bytes", "gauge",
+   "Bytes the disk buffer's records take.", OUT(tx.disk_bytes), DISK_BUFFER},
+  {"lumberjit_output_disk_buffer_put_records_total", "counter",
+   "Records put in the disk buffer.", OUT(tx.disk_put), DISK_BUFFER},
+  {"lumberjit_output_disk_buffer_delivered_records_total", "counter",
+   "Records delivered from the disk buffer.", OUT(tx.disk_delivered),
+   DISK_BUFFER},
+};
+
+static bool has(int only, const pipeline_input_stats *in,
+                const pipeline_output_stats *out)
+{
+  switch (only) {
+  case SYSLOG: return in && in->kind && strcmp(in->kind, "syslog") == 0;
+  case TRANSPORT: return out && out->has_tx;
+  case DISK_BUFFER: return out && out->has_tx && out->tx.has_disk_buffer;
+  default: return true;
+  }
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static bool put_label(buf *b, const char *key, const char *value)
+{
+  bool ok = put(b, "{%s=\"", key);
+
+  for (const char *p = value; ok && *p; p++) {
+    if (*p == '\\') ok = buf_append(b, "\\\\", 2);
+    else if (*p == '"') ok = buf_append(b, "\\\"", 2);
+    else if (*p == '\n') ok = buf_append(b, "\\n", 2);
+    else ok = buf_append(b, p, 1);
+  }
+  return ok && buf_append(b, "\"", 1);
+}
+
+static bool put_head(buf *b, const char *name, const char *type,
+                     const char *help)
+{
+  return put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static bool put_family(buf *b, const family *f, const void *items,
+                       size_t size, size_t n, bool inputs)
+{
+  bool headed = false, ok = true;
+
+  for (size_t i = 0; ok && i < n; i++) {
+    const char *item = (const char *)items + i * size;
+    const pipeline_input_stats *in = inputs ? (const void *)item : NULL;
+    const pipeline_output_stats *out = inputs ? NULL : (const void *)item;
+    uint64_t v;
+    if (!has(f->only, in, out)) continue;
+    if (!headed && !(ok = put_head(b, f->name, f->type, f->help))) break;
+    headed = true;
+    memcpy(&v, item + f->off, sizeof v);
+    ok = put(b, "%s", f->name) &&
+         put_label(b, inputs ? "input" : "output", inputs ? in->name : out->name) &&
+         put(b, "} %" PRIu64 "\n", v);
+  }
+  return ok;
+}
+
+/* The delivery latency's quantiles: a gauge per quantile, as a summary
+ * without its sum and count. */
+static bool put_latency(buf *b, const pipeline_stats *st)
+{
+  static const char *const q[] = {"0.5", "0.95", "0.99", "0.999"};
+  bool ok = true, headed = false;
+
+  for (size_t i = 0; ok && i < st->noutputs; i++) {
+    const pipeline_output_stats *o = &st->outputs[i];
+    if (!o->has_tx) continue;
+    if (!headed)
+      ok = put_head(b, "lumberjit_output_delivery_latency_seconds", "gauge",
+                    "From handing a record on to its acknowledgement, by "
+                    "quantile; quantile=\"1\" is the largest.");
+    headed = true;
+    for (size_t j = 0; ok && j <= 4; j++)
+      ok = put(b, "lumberjit_output_delivery_latency_seconds") &&
+           put_label(b, "output", o->name) &&
+           put(b, ",quantile=\"%s\"} %.6f\n", j < 4 ? q[j] : "1",
+               o->tx.latency_ms[j] / 1e3);
+  }
+  return ok;
+}
+
+static bool put_total(buf *b, const char *name, const char *type,
+                      const char *help, uint64_t v)
+{
+  return put_head(b, name, type, help) &&
+         put(b, "%s %" PRIu64 "\n", name, v);
+}
+
+bool metrics_format(buf *b, const pipeline_stats *st)
+{
+  bool ok = true;
+
+  for (size_t i = 0; ok && i < sizeof input_families / sizeof *input_families; i++)
+    ok = put_family(b, &input_families[i], st->inputs, sizeof *st->inputs,
+                    st->ninputs, true);
+  for (size_t i = 0; ok && i < sizeof output_families / sizeof *output_families; i++)
+    ok = put_family(b, &output_families[i], st->outputs, sizeof *st->outputs,
+                    st->noutputs, false);
+  return ok && put_latency(b, st) &&
+         put_total(b, "lumberjit_dead_letter_records_total", "counter",
+                   "Records sent to the dead-letter path.", st->dead_letters) &&
+         put_total(b, "lumberjit_dead_letter_written_records_total", "counter",
+                   "Dead-letter records written.", st->dead_letters_written) &&
+         put_total(b, "lumberjit_lost_records_total", "counter",
+                   "Records neither written nor dead-lettered (the run "
+                   "exits with status 1).", st->dead_letters_lost) &&
+         put_total(b, "lumberjit_unrouted_messages_total", "counter",
+                   "Messages no output matched.", st->unrouted) &&
+         put_total(b, "lumberjit_inputs_paused", "gauge",
+                   "1 while the inputs are held for full outputs.", st->paused) &&
+         put_total(b, "lumberjit_input_pauses_total", "counter",
+                   "Times the inputs were held.", st->pauses) &&
+         put_head(b, "lumberjit_inputs_paused_seconds_total", "counter",
+                  "Time the inputs were held.") &&
+         put(b, "lumberjit_inputs_paused_seconds_total %.3f\n",
+                    st->paused_ms / 1e3);
+}
+
+int metrics_write(const char *path, const pipeline_stats *st, char *err,
+                  size_t errlen)
+{
+  char tmp[4096];
+  buf b = {0};
+  int fd, rc = -1;
+
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+    snprintf(err, errlen, "%s: the path is too long", path);
+    return -1;
+  }
+  if (!metrics_format(&b, st)) {
+    snprintf(err, errlen, "out of memory");
+    buf_free(&b);
+    return -1;
+  }
+  errno = 0;
+  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    bool written = write(fd, b.data, b.len) == (ssize_t)b.len;
+    if (close(fd) == 0 && written && rename(tmp, path) == 0) rc = 0;
+  }
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", fd < 0 ? tmp : path,
+             strerror(errno ? errno : EIO));
+    unlink(tmp);
+  }
+  buf_free(&b);
+  return rc;
+}
