@@ -95,7 +95,7 @@ typedef struct {
   void (*checkpoint)(output_sink *o);
   /* What it adds to the run's summary: a line, or "" for none. */
   void (*summary)(output_sink *o, char *line, size_t len);
-  void (*stats)(output_sink *o, output_tx_stats *st);
+  void (*stats)(const output_sink *o, output_tx_stats *st);
   void (*close_handles)(output_sink *o);
   /* Frees its state; -1 when something it held could not be kept. */
   int (*close)(output_sink *o);

@@ -514,9 +514,9 @@ static void save_cursor(output_sink *o)
     log_msg("%s: %s", o->name, err);
 }
 
-static void stats(output_sink *o, output_tx_stats *st)
+static void stats(const output_sink *o, output_tx_stats *st)
 {
-  kafka_output *k = o->tx_state;
+  const kafka_output *k = o->tx_state;
   const latency_hist *h = &k->latency;
 
   *st = (output_tx_stats){k->produced, k->delivered, k->rejected,

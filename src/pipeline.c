@@ -488,7 +488,7 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
       o->name, o->sink.records_written, o->write_failed + o->encoded.failed,
       o->encoded.skipped, o->sink.nrecs - o->sink.rec_head,
       output_queued(&o->sink), o->sink.tx != NULL, {0}};
-    if (o->sink.tx) o->sink.tx->stats((output_sink *)&o->sink, &st->outputs[i].tx);
+    if (o->sink.tx) o->sink.tx->stats(&o->sink, &st->outputs[i].tx);
     lost += o->sink.records_lost;
   }
   if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;

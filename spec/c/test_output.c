@@ -176,7 +176,7 @@ static void held_summary(output_sink *o, char *line, size_t len)
   (void)o;
   snprintf(line, len, "%s", "");
 }
-static void held_stats(output_sink *o, output_tx_stats *st)
+static void held_stats(const output_sink *o, output_tx_stats *st)
 {
   (void)o;
   *st = (output_tx_stats){0};

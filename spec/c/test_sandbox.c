@@ -462,7 +462,8 @@ static void test_inject_message_value(void)
     "  end\n"
     "  put('Payload') put('Hostname') put('Type') put('Logger') put('EnvVersion')\n"
     "  put('Fields[x]', 0, 1) put('Fields[x]', 1) put('Fields[n]') put('Fields[b]')\n"
-    "  put('Timestamp') put('Severity') put('Pid') put('raw') put('Fields[x]', 'a')\n"
+    "  put('Timestamp') put('Severity') put('Pid') put('raw') put('Fields[x]', -1)\n"
+    "  put('Fields[x]', 'a')\n"
     "  put('Nonsense')\n"
     "end\n", NULL, err, sizeof err);
 
@@ -485,7 +486,7 @@ static void test_inject_message_value(void)
     static const char want[] =
       "line \0 of bytes|true|host|true||false||false||false|"
       "bc|true||false|-7|true|false|true|1.2345678901235e+18|true|3|true|"
-      "|false|raw!|true|"
+      "|false|raw!|true||false|"
       "|bad argument to 'inject_message_value' (field_index must be a number)|"
       "|unknown name 'Nonsense'|";
     CHECK(out.len == sizeof want - 1 && memcmp(out.data, want, out.len) == 0);
