@@ -22,14 +22,23 @@
 #include "log.h"
 #include "pipeline.h"
 #include "signals.h"
+#include "try.h"
 
 static const char usage[] =
   "usage: lumberjit -c FILE [--check]\n"
+  "       lumberjit -c FILE --try DECODER [--encode ENCODER] [--watch] [SAMPLE...]\n"
   "\n"
   "A log collector whose decoders and encoders are sandboxed LuaJIT scripts.\n"
   "\n"
   "  -c, --config FILE  the configuration file (Lua tables; see README.md)\n"
   "      --check        validate the configuration and its plugins, then exit\n"
+  "      --try DECODER  run only the decoder DECODER of FILE on each line of the\n"
+  "                     SAMPLE files (none or -: standard input) and print every\n"
+  "                     message it makes, or why the line was rejected or failed;\n"
+  "                     exit status 1 if any line was\n"
+  "      --encode ENCODER  with --try: also print each message as ENCODER writes it\n"
+  "      --watch        with --try: run again whenever FILE, a plugin's file or a\n"
+  "                     SAMPLE changes, until Ctrl-C\n"
   "  -h, --help         show this help\n"
   "  -V, --version      show the version\n"
   "\n"
@@ -65,16 +74,29 @@ static int check_stdio(const config *cfg, const bool closed[3])
   return 0;
 }
 
+/* Closes the signal handles and the loop; returns the exit status. */
+static int finish(int status)
+{
+  signals_close();
+  uv_run(uv_default_loop(), UV_RUN_NOWAIT);
+  uv_loop_close(uv_default_loop());
+  return status;
+}
+
 int main(int argc, char **argv)
 {
   static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},
     {"check", no_argument, NULL, 'k'},
+    {"try", required_argument, NULL, 't'},
+    {"encode", required_argument, NULL, 'e'},
+    {"watch", no_argument, NULL, 'w'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}
   };
   const char *file = NULL;
+  try_options try = {0};
   int check = 0, opt, status;
   char err[2048];
   bool closed[3];
@@ -90,14 +112,26 @@ int main(int argc, char **argv)
     switch (opt) {
     case 'c': file = optarg; break;
     case 'k': check = 1; break;
+    case 't': try.decoder = optarg; break;
+    case 'e': try.encoder = optarg; break;
+    case 'w': try.watch = true; break;
     case 'h': fputs(usage, stdout); return 0;
     case 'V': printf("lumberjit %s\n", LUMBERJIT_VERSION); return 0;
     default: fputs(usage, stderr); return 2;
     }
   }
-  if (!file || optind != argc) {
+  /* Sample operands, --encode and --watch belong to --try. */
+  if (!file || (!try.decoder && (optind != argc || try.encoder || try.watch)) ||
+      (try.decoder && check)) {
     fputs(usage, stderr);
     return 2;
+  }
+  if (try.decoder) {
+    try.config_path = file;
+    try.samples = argv + optind;
+    try.nsamples = (size_t)(argc - optind);
+    status = try_run(&try);
+    return finish(status);
   }
   if (config_load(file, &cfg, err, sizeof err) != 0) {
     fprintf(stderr, "lumberjit: %s\n", err);
@@ -124,9 +158,6 @@ int main(int argc, char **argv)
     status = 1;
   }
   if (pipeline_destroy(pl) != 0) status = 1;
-  signals_close();
-  uv_run(uv_default_loop(), UV_RUN_NOWAIT);
-  uv_loop_close(uv_default_loop());
   config_free(&cfg);
-  return status;
+  return finish(status);
 }

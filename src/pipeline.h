@@ -65,5 +65,14 @@ int pipeline_destroy(pipeline *pl);
 /* Loads every decoder and encoder once, as --check does, without opening
  * inputs or outputs. */
 int pipeline_check(const config *cfg, char *err, size_t errlen);
+/* Starts the watchdog the config's sandboxes need: only when a decoder or
+ * encoder has a CPU or instruction limit (*wd stays NULL otherwise). */
+int pipeline_start_watchdog(const config *cfg, sandbox_watchdog **wd,
+                            char *err, size_t errlen);
+/* Loads a decoder's or encoder's plugin, its runtime log going to `log`;
+ * NULL with "FILE:LINE: decoder 'NAME': why" in err when it does not load. */
+sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
+                                 sandbox_watchdog *wd, sandbox_log_fn log,
+                                 void *log_ud, char *err, size_t errlen);
 
 #endif

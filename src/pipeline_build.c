@@ -37,18 +37,21 @@ static const char *keep(pipeline *pl, const char *s)
   return pl->kept[pl->nkept++] = copy;
 }
 
-static sandbox *make_sandbox(pipeline *pl, const config_plugin *p,
-                             sandbox_kind kind, char *err, size_t errlen)
+sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
+                                 sandbox_watchdog *wd, sandbox_log_fn log,
+                                 void *log_ud, char *err, size_t errlen)
 {
+  sandbox_kind kind = p->role == PLUGIN_DECODER ? SANDBOX_DECODER
+                                                : SANDBOX_ENCODER;
   sandbox_config sc = {
     .name = p->name, .filename = p->filename, .kind = kind,
     .settings = p->settings, .module_dirs = p->module_dirs,
-    .limits = p->limits, .log = log_sandbox_line
+    .limits = p->limits, .log = log, .log_ud = log_ud
   };
   char why[768];
-  sandbox *sb = sandbox_create(&sc, pl->wd, why, sizeof why);
+  sandbox *sb = sandbox_create(&sc, wd, why, sizeof why);
 
-  if (!sb) snprintf(err, errlen, "%s:%d: %s '%s': %s", pl->cfg->file, p->line,
+  if (!sb) snprintf(err, errlen, "%s:%d: %s '%s': %s", cfg->file, p->line,
                     kind == SANDBOX_DECODER ? "decoder" : "encoder", p->name, why);
   return sb;
 }
@@ -150,8 +153,9 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
       return -1;
     }
     if (p->encoder) {
-      ro->encoder = make_sandbox(pl, config_find(cfg, p->encoder, PLUGIN_ENCODER),
-                                 SANDBOX_ENCODER, err, errlen);
+      ro->encoder = pipeline_plugin_sandbox(
+          cfg, config_find(cfg, p->encoder, PLUGIN_ENCODER), pl->wd,
+          log_sandbox_line, NULL, err, errlen);
       if (!ro->encoder) return -1;
     }
     if (p->type == OUTPUT_KAFKA && build_routing(cfg, p, ro, err, errlen) != 0)
@@ -160,9 +164,9 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
   for (size_t i = 0; i < w->ninputs; i++) {
     router_input *ri = w->inputs[i];
     if (!ri->decoder_name) continue;
-    ri->decoder = make_sandbox(pl, config_find(cfg, ri->decoder_name,
-                                               PLUGIN_DECODER),
-                               SANDBOX_DECODER, err, errlen);
+    ri->decoder = pipeline_plugin_sandbox(
+        cfg, config_find(cfg, ri->decoder_name, PLUGIN_DECODER), pl->wd,
+        log_sandbox_line, NULL, err, errlen);
     if (!ri->decoder) return -1;
   }
   return 0;
@@ -452,8 +456,8 @@ static void share_budget(pipeline *pl)
 
 /* The watchdog thread runs only when some plugin has a CPU or instruction
  * limit: with none, nothing wakes up every interval. */
-static int start_watchdog(const config *cfg, sandbox_watchdog **wd, char *err,
-                          size_t errlen)
+int pipeline_start_watchdog(const config *cfg, sandbox_watchdog **wd,
+                            char *err, size_t errlen)
 {
   bool needed = false;
 
@@ -513,7 +517,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
     pipeline_destroy(pl);
     return NULL;
   }
-  if (start_watchdog(cfg, &pl->wd, err, errlen) != 0 ||
+  if (pipeline_start_watchdog(cfg, &pl->wd, err, errlen) != 0 ||
       build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
       build_dead_letter(pl, err, errlen) != 0 ||
       start_workers(pl, err, errlen) != 0) {
@@ -535,21 +539,20 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
 
 int pipeline_check(const config *cfg, char *err, size_t errlen)
 {
-  pipeline pl = {.cfg = cfg};
+  sandbox_watchdog *wd;
   int rc = 0;
 
-  if (start_watchdog(cfg, &pl.wd, err, errlen) != 0) return -1;
+  if (pipeline_start_watchdog(cfg, &wd, err, errlen) != 0) return -1;
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
     sandbox *sb;
     if (p->role != PLUGIN_DECODER && p->role != PLUGIN_ENCODER) continue;
-    sb = make_sandbox(&pl, p, p->role == PLUGIN_DECODER ? SANDBOX_DECODER
-                                                        : SANDBOX_ENCODER,
-                      err, errlen);
+    sb = pipeline_plugin_sandbox(cfg, p, wd, log_sandbox_line, NULL, err,
+                                 errlen);
     if (!sb) rc = -1;
     sandbox_destroy(sb);
   }
-  sandbox_watchdog_stop(pl.wd);
+  sandbox_watchdog_stop(wd);
   return rc;
 }
 
