@@ -110,7 +110,7 @@ static int check_references(loader *ld, const config *cfg)
     has_input |= p->role == PLUGIN_INPUT;
     has_output |= p->role == PLUGIN_OUTPUT;
   }
-  if (!has_input || !has_output)
+  if (!ld->plugins_only && (!has_input || !has_output))
     return cfg_fail(ld, 1, "the file defines no %s (a plugin table such as "
                 "x = { type = \"%s\", ... })", has_input ? "output" : "input",
                 has_input ? "stdout_output" : "stdin_input");
@@ -431,9 +431,11 @@ static int read_source(loader *ld, size_t *len)
   return n < 0 ? -1 : 0;
 }
 
-int config_load(const char *path, config *cfg, char *err, size_t errlen)
+static int load(const char *path, config *cfg, bool plugins_only, char *err,
+                size_t errlen)
 {
-  loader ld = {.file = path, .err = err, .errlen = errlen};
+  loader ld = {.file = path, .err = err, .errlen = errlen,
+               .plugins_only = plugins_only};
   const char *slash = strrchr(path, '/');
   size_t len;
   int rc;
@@ -469,6 +471,17 @@ int config_load(const char *path, config *cfg, char *err, size_t errlen)
   free(ld.dir);
   if (rc != 0) config_free(cfg);
   return rc;
+}
+
+int config_load(const char *path, config *cfg, char *err, size_t errlen)
+{
+  return load(path, cfg, false, err, errlen);
+}
+
+int config_load_plugins(const char *path, config *cfg, char *err,
+                        size_t errlen)
+{
+  return load(path, cfg, true, err, errlen);
 }
 
 void config_free(config *cfg)

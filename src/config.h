@@ -144,6 +144,9 @@ typedef struct {
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */
 int config_load(const char *path, config *cfg, char *err, size_t errlen);
+/* The same, for --try: a file of decoders and encoders alone will do. */
+int config_load_plugins(const char *path, config *cfg, char *err,
+                        size_t errlen);
 void config_free(config *cfg);
 const config_plugin *config_find(const config *cfg, const char *name,
                                  config_role role);

@@ -33,6 +33,7 @@ typedef struct {
   bool mem_enforce;   /* while the file runs: CONFIG_MEMORY_LIMIT applies */
   loader_stop stop;
   int stop_line;      /* the file's line running when it was stopped, or 0 */
+  bool plugins_only;  /* a file without inputs or outputs is complete */
 } loader;
 
 /* The table on top of the Lua stack, being read. */

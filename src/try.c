@@ -285,7 +285,7 @@ static int run_once(const try_options *o, const buf *stdin_copy,
   config cfg;
   int status = 1;
 
-  if (config_load(o->config_path, &cfg, err, sizeof err) != 0) {
+  if (config_load_plugins(o->config_path, &cfg, err, sizeof err) != 0) {
     fprintf(stderr, "lumberjit: %s\n", err);
     return 1;
   }
