@@ -1,6 +1,7 @@
 /*
  * main.c - the lumberjit command: reads the options and the configuration,
- * then runs the pipeline until its inputs end.
+ * then runs the pipeline until its inputs end (or, with --try, one decoder
+ * on sample lines: try.h).
  *
  * Before anything else it installs the signal handling (a SIGHUP during a
  * slow start must not kill it) and makes sure fds 0 to 2 are open: a
