@@ -3,10 +3,7 @@
  *
  * A run loads the config anew, makes the decoder's (and the encoder's)
  * sandbox as the pipeline makes them, hands it the samples line by line
- * and prints what came of each. --watch runs that inside a libuv loop: a
- * fs_poll handle per file the run used, and a change arms a short timer
- * before the next run, since an editor's save is several writes or a
- * write and a rename.
+ * and prints what came of each. --watch repeats runs (try_watch.c).
  *
  * The plugins keep their limits but not max_failures: a parser that fails
  * on ten lines in a row would stop, and its author would see nothing of
@@ -21,17 +18,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <uv.h>
-
 #include "buf.h"
 #include "config.h"
 #include "log.h"
 #include "message_text.h"
 #include "pipeline.h"
 #include "signals.h"
+#include "try_internal.h"
 
-#define TRY_POLL_MS 250
-#define TRY_SETTLE_MS 100
 /* The most failures in a row a config may allow (config_plugins.c). */
 #define TRY_MAX_FAILURES 1000000000
 
@@ -244,24 +238,28 @@ static sandbox *load_plugin(trial *t, const config *cfg, const char *name,
   return sb;
 }
 
+/* "1 line", "2 lines". */
+static void print_count(uint64_t n, const char *what)
+{
+  fprintf(stderr, "%" PRIu64 " %s%s", n, what, n == 1 ? "" : "s");
+}
+
 static void print_summary(const trial *t)
 {
   const try_counts *n = &t->n;
 
-  fprintf(stderr, "lumberjit: --try %s: %" PRIu64 " lines, %" PRIu64
-          " messages, %" PRIu64 " rejected, %" PRIu64 " failed", t->o->decoder,
-          n->lines, n->messages, n->rejected, n->failed);
+  fprintf(stderr, "lumberjit: --try %s: ", t->o->decoder);
+  print_count(n->lines, "line");
+  fputs(", ", stderr);
+  print_count(n->messages, "message");
+  fprintf(stderr, ", %" PRIu64 " rejected, %" PRIu64 " failed", n->rejected,
+          n->failed);
   if (t->encoder)
     fprintf(stderr, "; encoder %s: %" PRIu64 " encoded, %" PRIu64 " skipped, %"
             PRIu64 " rejected, %" PRIu64 " failed", t->o->encoder, n->encoded,
             n->enc_skipped, n->enc_rejected, n->enc_failed);
   fputc('\n', stderr);
 }
-
-/* The plugins' files of the last config that loaded, for --watch. */
-typedef struct {
-  char *decoder_file, *encoder_file;
-} plugin_files;
 
 static void remember_files(plugin_files *pf, const config *cfg,
                            const try_options *o)
@@ -273,11 +271,10 @@ static void remember_files(plugin_files *pf, const config *cfg,
   free(pf->encoder_file);
   pf->decoder_file = d ? strdup(d->filename) : NULL;
   pf->encoder_file = e ? strdup(e->filename) : NULL;
+  pf->loaded(pf->ud);
 }
 
-/* One run over every sample; returns its exit status. */
-static int run_once(const try_options *o, const buf *stdin_copy,
-                    plugin_files *pf)
+int try_once(const try_options *o, const buf *stdin_copy, plugin_files *pf)
 {
   trial t = {.o = o, .stdin_copy = stdin_copy, .flush_each = isatty(1)};
   sandbox_watchdog *wd = NULL;
@@ -321,170 +318,11 @@ done:
   return status;
 }
 
-/* --watch: the files of the last run, polled, and the settle timer. */
-typedef struct watcher watcher;
-
-typedef struct {
-  uv_fs_poll_t handle;
-  watcher *w;
-  char *path;
-} watched_file;
-
-struct watcher {
-  const try_options *o;
-  const buf *stdin_copy;
-  plugin_files files;
-  watched_file **polls;
-  size_t npolls;
-  uv_timer_t settle;
-  char *changed;       /* the path whose change armed the timer */
-  unsigned runs;
-  int status;          /* the last run's */
-  bool stopping;
-};
-
-static void run_again(uv_timer_t *timer);
-
-static void free_watched(uv_handle_t *h)
-{
-  watched_file *f = h->data;
-  free(f->path);
-  free(f);
-}
-
-static void stop_polling(watcher *w)
-{
-  for (size_t i = 0; i < w->npolls; i++)
-    uv_close((uv_handle_t *)&w->polls[i]->handle, free_watched);
-  free(w->polls);
-  w->polls = NULL;
-  w->npolls = 0;
-}
-
-static void on_change(uv_fs_poll_t *h, int status, const uv_stat_t *prev,
-                      const uv_stat_t *curr)
-{
-  watched_file *f = h->data;
-  watcher *w = f->w;
-  (void)curr;
-  /* A file missing at the start is reported once as missing: that is no
-   * change, it is the run's error already printed. */
-  if (status < 0 && prev->st_ino == 0) return;
-  if (!w->changed) w->changed = strdup(f->path);
-  uv_timer_start(&w->settle, run_again, TRY_SETTLE_MS, 0);
-}
-
-static void poll_path(watcher *w, const char *path)
-{
-  watched_file *f = calloc(1, sizeof *f), **grown;
-
-  grown = realloc(w->polls, (w->npolls + 1) * sizeof *grown);
-  if (grown) w->polls = grown;
-  if (f) f->path = strdup(path);
-  if (!f || !f->path || !grown) {
-    if (f) free(f->path);
-    free(f);
-    fprintf(stderr, "lumberjit: --watch: out of memory; %s is not watched\n",
-            path);
-    return;
-  }
-  f->w = w;
-  uv_fs_poll_init(w->settle.loop, &f->handle);
-  f->handle.data = f;
-  w->polls[w->npolls++] = f;
-  uv_fs_poll_start(&f->handle, on_change, path, TRY_POLL_MS);
-}
-
-/* Polls the config, the plugins' files and the sample files. */
-static void start_polling(watcher *w)
-{
-  poll_path(w, w->o->config_path);
-  if (w->files.decoder_file) poll_path(w, w->files.decoder_file);
-  if (w->files.encoder_file) poll_path(w, w->files.encoder_file);
-  for (size_t i = 0; i < w->o->nsamples; i++)
-    if (strcmp(w->o->samples[i], "-") != 0) poll_path(w, w->o->samples[i]);
-  fprintf(stderr, "lumberjit: --watch: run %u done; waiting for a change of "
-          "%s, the plugins' files or the samples (Ctrl-C stops)\n", w->runs,
-          w->o->config_path);
-}
-
-static void run_again(uv_timer_t *timer)
-{
-  watcher *w = timer->data;
-
-  printf("== run %u: %s changed ==\n", ++w->runs,
-         w->changed ? w->changed : "a file");
-  fflush(stdout);
-  free(w->changed);
-  w->changed = NULL;
-  /* The config may name other plugin files now. */
-  stop_polling(w);
-  w->status = run_once(w->o, w->stdin_copy, &w->files);
-  start_polling(w);
-}
-
-static void stop_watching(void *ud, const char *signame)
-{
-  watcher *w = ud;
-  (void)signame;
-  if (w->stopping) return;
-  w->stopping = true;
-  stop_polling(w);
-  uv_close((uv_handle_t *)&w->settle, NULL);
-}
-
-/* Standard input, read whole: every run reads it again. */
-static int read_all(FILE *f, buf *b)
-{
-  char chunk[65536];
-  size_t n;
-
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    if (!buf_append(b, chunk, n)) return -1;
-  return ferror(f) ? -1 : 0;
-}
-
-static bool reads_stdin(const try_options *o)
-{
-  if (o->nsamples == 0) return true;
-  for (size_t i = 0; i < o->nsamples; i++)
-    if (strcmp(o->samples[i], "-") == 0) return true;
-  return false;
-}
-
-static int watch(const try_options *o)
-{
-  uv_loop_t *loop = uv_default_loop();
-  buf stdin_copy = {0};
-  watcher w = {.o = o, .stdin_copy = reads_stdin(o) ? &stdin_copy : NULL,
-               .runs = 1};
-  signals_handler sh = {.stop = stop_watching, .ud = &w};
-
-  if (w.stdin_copy && read_all(stdin, &stdin_copy) != 0) {
-    fprintf(stderr, "lumberjit: --try: cannot read standard input: %s\n",
-            strerror(errno));
-    buf_free(&stdin_copy);
-    return 1;
-  }
-  uv_timer_init(loop, &w.settle);
-  w.settle.data = &w;
-  w.status = run_once(o, w.stdin_copy, &w.files);
-  start_polling(&w);
-  signals_set_handler(&sh);
-  uv_run(loop, UV_RUN_DEFAULT);
-  signals_set_handler(NULL);
-  free(w.changed);
-  free(w.files.decoder_file);
-  free(w.files.encoder_file);
-  buf_free(&stdin_copy);
-  return w.status;
-}
-
 int try_run(const try_options *o)
 {
-  if (o->watch) return watch(o);
+  if (o->watch) return try_watch(o);
   /* Without the loop running, the signal handles would hold SIGINT back:
    * closing them gives Ctrl-C its default action again. */
   signals_close();
-  return run_once(o, NULL, NULL);
+  return try_once(o, NULL, NULL);
 }

@@ -7,13 +7,7 @@ local good_decoder = "function process_message(line) inject_message({Payload = l
 -- Runs lumberjit with args in dir, killed after 20 s (status 137) so that a
 -- configuration that hangs fails its spec rather than the whole suite.
 local function run_in(dir, args)
-  local cmd = string.format("cd %s && timeout -s KILL 20 %s %s < /dev/null > stdout 2> stderr; echo $?",
-    run.quote(dir), run.quote(run.bin), args)
-  return {
-    status = tonumber(io.popen(cmd):read("*l")),
-    stdout = run.read(dir .. "/stdout"),
-    stderr = run.read(dir .. "/stderr"),
-  }
+  return run.in_dir(dir, args, nil, 20)
 end
 
 -- A fresh directory with config.lua, the files given and what the shell

@@ -73,6 +73,21 @@ function run.lumberjit(opts)
   }
 end
 
+-- Runs `lumberjit ARGS` in dir, its standard input from stdin_path (none:
+-- /dev/null), its output in dir/stdout and dir/stderr. The kill after
+-- `guard` seconds (default 60) only guards against a hang, which then fails
+-- its spec (status 137) instead of hanging the suite.
+-- Returns {status, stdout, stderr}.
+function run.in_dir(dir, args, stdin_path, guard)
+  local cmd = string.format("cd %s && timeout -s KILL %d %s %s < %s > stdout 2> stderr; echo $?",
+    shell_quote(dir), guard or 60, shell_quote(run.bin), args, shell_quote(stdin_path or "/dev/null"))
+  return {
+    status = tonumber(io.popen(cmd):read("*l")),
+    stdout = run.read(dir .. "/stdout"),
+    stderr = run.read(dir .. "/stderr"),
+  }
+end
+
 -- Runs lumberjit in dir with the config at config_path for `seconds`,
 -- then stops it with SIGTERM, as a user would; its stderr goes on at the
 -- end of dir/stderr.
