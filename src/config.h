@@ -45,6 +45,7 @@ typedef enum {
   INPUT_FILE,
   INPUT_TAIL,
   INPUT_SYSLOG,
+  INPUT_GENERATOR,
   OUTPUT_STDOUT,
   OUTPUT_FILE,
   OUTPUT_KAFKA,
@@ -98,6 +99,14 @@ typedef struct {
   uint64_t bytes_per_second, messages_per_second; /* caps; 0: none */
 } config_kafka;
 
+/* A generator_input's settings (generator_input.h says what each does). */
+typedef struct {
+  int format;            /* a line_format */
+  uint64_t count;        /* lines in all; 0: until stopped */
+  uint64_t rate;         /* lines per second; 0: as fast as they are taken */
+  uint64_t seed;
+} config_generator;
+
 typedef struct {
   char *name;
   config_role role;
@@ -111,6 +120,7 @@ typedef struct {
   long_line_rule long_lines; /* what becomes of longer lines */
   config_tail tail;      /* tail_input */
   config_syslog syslog;  /* syslog_input */
+  config_generator generator; /* generator_input */
 
   /* decoders and encoders */
   char *filename;        /* resolved path of the Lua file */

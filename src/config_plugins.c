@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "config_internal.h"
+#include "line_generator.h"
 #include "matcher.h"
 
 #define SETTINGS_MAX_DEPTH 16
@@ -36,6 +37,9 @@ static const char *const tail_input_keys[] = {
   "last_line_timeout_ms", "max_open_files", "read_buffer", "path_field",
   "multiline", NULL
 };
+static const char *const generator_input_keys[] = {"type", "decoder",
+                                                   "format", "count", "rate",
+                                                   "seed", NULL};
 static const char *const sandbox_keys[] = {
   "type", "filename", "module_path", "instruction_limit", "cpu_limit_ms",
   "memory_limit", "output_limit", "input_limit", "mcode_limit_kb",
@@ -396,6 +400,30 @@ static int read_tail_input(plugin_ctx *c, config_plugin *p)
   return config_read_input(c, p) != 0 || read_tail(c, &p->tail) != 0 ? -1 : 0;
 }
 
+/* Defaults in generator_input.h. */
+static int read_generator_input(plugin_ctx *c, config_plugin *p)
+{
+  config_generator *g = &p->generator;
+  char *format = NULL;
+  int rc;
+
+  *g = (config_generator){.format = LINES_SYSLOG, .seed = 1};
+  p->max_line = LINE_GENERATOR_MAX;
+  if (cfg_read_string(c, "decoder", false, &p->decoder) != 0 ||
+      cfg_read_string(c, "format", false, &format) != 0 ||
+      cfg_read_count(c, "count", 1e15, &g->count) != 0 ||
+      cfg_read_count(c, "rate", 1e9, &g->rate) != 0 ||
+      cfg_read_count(c, "seed", 1e15, &g->seed) != 0)
+    rc = -1;
+  else if (format && (g->format = line_format_by_name(format)) < 0)
+    rc = cfg_key_fail(c, "format", "must be \"w1\", \"syslog\" or \"nginx\", "
+                      "not \"%s\"", format);
+  else
+    rc = 0;
+  free(format);
+  return rc;
+}
+
 static int read_sandbox(plugin_ctx *c, config_plugin *p)
 {
   return resolve_filename(c, p) != 0 || read_limits(c, &p->limits) != 0 ||
@@ -434,6 +462,8 @@ static const plugin_type_info plugin_types[] = {
   {"tail_input", PLUGIN_INPUT, INPUT_TAIL, tail_input_keys, read_tail_input},
   {"syslog_input", PLUGIN_INPUT, INPUT_SYSLOG, config_syslog_keys,
    config_read_syslog},
+  {"generator_input", PLUGIN_INPUT, INPUT_GENERATOR, generator_input_keys,
+   read_generator_input},
   {"decoder", PLUGIN_DECODER, PLUGIN_SANDBOX, sandbox_keys, read_sandbox},
   {"encoder", PLUGIN_ENCODER, PLUGIN_SANDBOX, sandbox_keys, read_sandbox},
   {"stdout_output", PLUGIN_OUTPUT, OUTPUT_STDOUT, output_keys,

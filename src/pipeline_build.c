@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "generator_input.h"
 #include "heap.h"
 #include "log.h"
 #include "output_kafka.h"
@@ -383,6 +384,7 @@ static const struct {
   {INPUT_FILE, &reader_kind},
   {INPUT_TAIL, &tail_input_kind},
   {INPUT_SYSLOG, &syslog_input_kind},
+  {INPUT_GENERATOR, &generator_input_kind},
 };
 
 static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,

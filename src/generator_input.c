@@ -1,0 +1,170 @@
+/*
+ * generator_input.c - the generator_input kind (generator_input.h).
+ *
+ * One source, fed from the loop: as fast as taken, an idle handle makes a
+ * chunk of lines each loop iteration; with a rate, a 10 ms timer makes
+ * what is due by then. A chunk goes to the worker as a read does, and the
+ * hold that follows (the worker is behind, an output is full) stops the
+ * making until the pipeline lets the source go on.
+ */
+#include "generator_input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "line_generator.h"
+
+/* Lines per chunk: about 500 KB of syslog lines, as much as a file read
+ * hands on at once. */
+#define CHUNK_LINES 2048
+#define TICK_MS 10
+
+typedef struct {
+  pl_source *src;
+  line_generator lines;
+  uint64_t count, rate;  /* config_generator's */
+  uint64_t made;
+  uint64_t start_ms;     /* uv_now when it started: what is due counts
+                            from there */
+  uv_idle_t idle;        /* rate 0 */
+  uv_timer_t tick;       /* with a rate */
+  bool handles_open;
+  bool held, finished;
+  char line[LINE_GENERATOR_MAX];
+} generator;
+
+static int generator_build(pl_input *pi, const config_plugin *p, char *err,
+                           size_t errlen)
+{
+  generator *g = calloc(1, sizeof *g);
+
+  if (g) g->src = pipeline_source_new(pi);
+  if (!g || !g->src) {
+    free(g);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  pi->state = g;
+  line_generator_init(&g->lines, (line_format)p->generator.format,
+                      p->generator.seed);
+  g->count = p->generator.count;
+  g->rate = p->generator.rate;
+  return 0;
+}
+
+static void finish(generator *g)
+{
+  input *in = &g->src->in;
+
+  if (g->finished) return;
+  g->finished = true;
+  uv_idle_stop(&g->idle);
+  uv_timer_stop(&g->tick);
+  in->handler.finished(in->handler.ud, in, NULL);
+}
+
+/* Makes up to n lines as one chunk; the chunk's hand-over may hold the
+ * generator (g->held). */
+static void make_chunk(generator *g, uint64_t n)
+{
+  input *in = &g->src->in;
+  time_t now = time(NULL);
+
+  for (uint64_t i = 0; i < n; i++) {
+    size_t len = line_generator_next(&g->lines, g->line, now);
+    in->handler.record(in->handler.ud, in, g->line, len, ++g->made, 0);
+  }
+  in->handler.chunk_done(in->handler.ud, in);
+  if (g->count && g->made == g->count) finish(g);
+}
+
+static uint64_t left(const generator *g)
+{
+  return g->count ? g->count - g->made : UINT64_MAX;
+}
+
+static void on_idle(uv_idle_t *h)
+{
+  generator *g = h->data;
+  uint64_t n = left(g);
+
+  make_chunk(g, n < CHUNK_LINES ? n : CHUNK_LINES);
+}
+
+/* What is due by now and not yet made goes, a chunk at a time, until the
+ * generator is held. */
+static void on_tick(uv_timer_t *h)
+{
+  generator *g = h->data;
+  uint64_t elapsed = uv_now(h->loop) - g->start_ms;
+  /* In two parts, so that no product overflows in a long run. */
+  uint64_t due = elapsed / 1000 * g->rate + elapsed % 1000 * g->rate / 1000 + 1;
+
+  if (g->count && due > g->count) due = g->count;
+  while (!g->held && !g->finished && g->made < due) {
+    uint64_t n = due - g->made;
+    make_chunk(g, n < CHUNK_LINES ? n : CHUNK_LINES);
+  }
+}
+
+static int generator_start(pl_input *pi, char *err, size_t errlen)
+{
+  generator *g = pi->state;
+  uv_loop_t *loop = pi->pl->loop;
+
+  (void)err, (void)errlen;
+  uv_idle_init(loop, &g->idle);
+  uv_timer_init(loop, &g->tick);
+  g->idle.data = g->tick.data = g;
+  g->handles_open = true;
+  g->start_ms = uv_now(loop);
+  if (g->rate) uv_timer_start(&g->tick, on_tick, 0, TICK_MS);
+  else uv_idle_start(&g->idle, on_idle);
+  return 0;
+}
+
+static void generator_stop(pl_input *pi)
+{
+  generator *g = pi->state;
+
+  if (g->handles_open) finish(g);
+}
+
+static void generator_hold(pl_source *src, bool hold)
+{
+  generator *g = src->owner->state;
+
+  g->held = hold;
+  /* The timer ticks on while held: it makes nothing then. */
+  if (g->rate || g->finished) return;
+  if (hold) uv_idle_stop(&g->idle);
+  else uv_idle_start(&g->idle, on_idle);
+}
+
+static void generator_source_finished(pl_input *pi, pl_source *src)
+{
+  (void)src;
+  pipeline_input_done(pi);
+}
+
+static void generator_close_handles(pl_input *pi)
+{
+  generator *g = pi->state;
+
+  if (!g || !g->handles_open) return;
+  g->handles_open = false;
+  uv_close((uv_handle_t *)&g->idle, NULL);
+  uv_close((uv_handle_t *)&g->tick, NULL);
+}
+
+static void generator_free(pl_input *pi)
+{
+  free(pi->state);
+  pi->state = NULL;
+}
+
+const input_kind generator_input_kind = {
+  generator_build, generator_start, generator_stop, generator_source_finished,
+  generator_close_handles, generator_free, generator_hold, NULL
+};

@@ -1,0 +1,165 @@
+/*
+ * line_generator.c - varied log lines (line_generator.h).
+ */
+#include "line_generator.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The vocabulary of syslog messages: bench/lib/gen_lines.py's. */
+static const char *const words[] = {
+  "able", "about", "account", "action", "address", "after", "again", "agent",
+  "alert", "allow", "also", "amount", "answer", "apply", "area", "around",
+  "array", "attempt", "audit", "back", "backend", "balance", "batch",
+  "before", "begin", "below", "block", "body", "boot", "branch", "break",
+  "buffer", "build", "bundle", "cache", "call", "cancel", "cannot",
+  "capacity", "cause", "change", "channel", "check", "child", "chunk",
+  "client", "close", "cluster", "code", "column", "commit", "complete",
+  "config", "connect", "consumer", "content", "context", "control", "copy",
+  "count", "create", "current", "cursor", "daemon", "data", "database",
+  "deadline", "debug", "default", "delay", "delete", "deliver", "device",
+  "disk", "done", "drain", "driver", "drop", "during", "engine", "entry",
+  "error", "event", "every", "expire", "export", "failed", "fetch", "field",
+  "file", "filter", "finish", "first", "flush", "format", "frame", "free",
+  "from", "gateway", "group", "handle", "header", "health", "host", "image",
+  "index", "input", "insert", "instance", "interval", "invalid", "issue",
+  "item", "job", "key", "latency", "leader", "level", "limit", "line", "link",
+  "list", "load", "local", "lock", "login", "lookup", "manager", "match",
+  "memory", "merge", "message", "method", "metric", "migrate", "missing",
+  "mode", "module", "mount", "network", "node", "notify", "number", "object",
+  "offset", "open", "order", "output", "owner", "packet", "page", "parse",
+  "partition", "path", "peer", "pending", "policy", "pool", "port", "primary",
+  "process", "producer", "profile", "proxy", "queue", "quota", "range",
+  "rate", "read", "ready", "record", "refresh", "region", "reject", "release",
+  "remote", "replica", "request", "reset", "resolve", "response", "restart",
+  "result", "retry", "return", "route", "rule", "running", "schema", "scope",
+  "secret", "segment", "select", "send", "server", "service", "session",
+  "shard", "signal", "size", "slow", "socket", "source", "start", "state",
+  "status", "step", "stop", "storage", "stream", "success", "sync", "table",
+  "task", "thread", "timeout", "token", "topic", "trace", "update", "upload",
+  "user", "value", "version", "volume", "wait", "warning", "worker", "write",
+  "zone"
+};
+
+static const char *const hosts[] = {"snack", "web01", "db-7", "edge.example.org"};
+static const char *const programs[] = {"jls", "sshd", "nginx", "kernel", "cron",
+                                       "app-worker"};
+static const char *const outcomes[] = {"ok", "denied", "retry", "error"};
+static const char *const methods[] = {"POST", "PUT", "DELETE"};
+static const int rare_statuses[] = {304, 404, 500, 502};
+static const char *const agents[] = {
+  "Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/120.0",
+  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/119.0",
+  "curl/7.88.1", "Go-http-client/1.1", "python-requests/2.31.0",
+  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) Safari/604.1",
+  "kube-probe/1.28", "Prometheus/2.47.0"};
+static const char *const resources[] = {
+  "users", "orders", "items", "carts", "sessions", "payments", "reviews",
+  "stock", "search", "images", "invoices", "events"};
+static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+/* One element of a static array, at random. */
+#define PICK(g, array) (array)[below((g), sizeof (array) / sizeof *(array))]
+
+/* splitmix64: small, fast and good enough to vary log lines. */
+static uint64_t next_random(line_generator *g)
+{
+  uint64_t z = (g->state += 0x9E3779B97F4A7C15u);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+  return z ^ (z >> 31);
+}
+
+/* A number in [0, n); the modulo's bias is far below what matters here. */
+static unsigned below(line_generator *g, size_t n)
+{
+  return (unsigned)(next_random(g) % n);
+}
+
+void line_generator_init(line_generator *g, line_format format, uint64_t seed)
+{
+  memset(g, 0, sizeof *g);
+  g->format = format;
+  g->state = seed;
+  g->stamped = (time_t)-1;
+}
+
+int line_format_by_name(const char *name)
+{
+  static const char *const names[] = {"w1", "syslog", "nginx"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(name, names[i]) == 0) return i;
+  return -1;
+}
+
+/* The time texts change once a second, not once a line. */
+static void stamp(line_generator *g, time_t now)
+{
+  struct tm tm;
+
+  if (now == g->stamped) return;
+  g->stamped = now;
+  gmtime_r(&now, &tm);
+  strftime(g->iso, sizeof g->iso, "%Y-%m-%dT%H:%M:%S+00:00", &tm);
+  snprintf(g->rfc3164, sizeof g->rfc3164, "%s %2d %02d:%02d:%02d",
+           months[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  strftime(g->clf, sizeof g->clf, "%d/%b/%Y:%H:%M:%S +0000", &tm);
+}
+
+static size_t w1_line(line_generator *g, char *out)
+{
+  unsigned c[6];
+
+  for (int i = 0; i < 6; i++) c[i] = below(g, 10000);
+  return (size_t)snprintf(out, LINE_GENERATOR_MAX,
+    "%s INFO Non-zero metrics in the last 30s: "
+    "libbeat.publisher.published_events=%u registrar.states.update=%u "
+    "libbeat.kafka.call_count.PublishEvents=%u publish.events=%u "
+    "libbeat.kafka.published_and_acked_events=%u registrar.writes=%u",
+    g->iso, c[0], c[1], c[2], c[3], c[4], c[5]);
+}
+
+static size_t syslog_line(line_generator *g, char *out)
+{
+  unsigned nwords = 3 + below(g, 10);
+  int n = snprintf(out, LINE_GENERATOR_MAX, "<%u>%s %s %s[%u]:",
+                   13 + below(g, 150), g->rfc3164, PICK(g, hosts),
+                   PICK(g, programs), 1000 + below(g, 50));
+
+  /* 12 words of 9 letters and a pair at most: well inside the line. */
+  for (unsigned i = 0; i < nwords; i++)
+    n += snprintf(out + n, (size_t)(LINE_GENERATOR_MAX - n), " %s",
+                  PICK(g, words));
+  if (below(g, 2))
+    n += snprintf(out + n, (size_t)(LINE_GENERATOR_MAX - n),
+                  " user=u%u status=%s", below(g, 500), PICK(g, outcomes));
+  return (size_t)n;
+}
+
+static size_t nginx_line(line_generator *g, char *out)
+{
+  const char *method = below(g, 5) ? "GET" : PICK(g, methods);
+  int status = below(g, 20) < 17 ? 200 : PICK(g, rare_statuses);
+  char referrer[48] = "-";
+
+  if (below(g, 10) >= 3)
+    snprintf(referrer, sizeof referrer, "https://example.com/page/%u",
+             below(g, 50));
+  return (size_t)snprintf(out, LINE_GENERATOR_MAX,
+    "10.%u.%u.%u - - [%s] \"%s /api/v1/%s/%u?page=%u HTTP/1.1\" %d %u "
+    "\"%s\" \"%s\"", below(g, 256), below(g, 256), below(g, 256), g->clf,
+    method, PICK(g, resources), below(g, 1000000), below(g, 100), status,
+    below(g, 100000), referrer, PICK(g, agents));
+}
+
+size_t line_generator_next(line_generator *g, char *out, time_t now)
+{
+  stamp(g, now);
+  switch (g->format) {
+  case LINES_W1: return w1_line(g, out);
+  case LINES_SYSLOG: return syslog_line(g, out);
+  case LINES_NGINX: return nginx_line(g, out);
+  }
+  return 0;
+}
