@@ -47,3 +47,11 @@ uint64_t latency_quantile(const latency_hist *h, double q)
   }
   return h->max_us;
 }
+
+void latency_report(const latency_hist *h, double ms[LATENCY_REPORTED])
+{
+  static const double q[] = {0.5, 0.95, 0.99, 0.999};
+
+  for (int i = 0; i < 4; i++) ms[i] = latency_quantile(h, q[i]) / 1e3;
+  ms[4] = h->max_us / 1e3;
+}

@@ -25,4 +25,9 @@ void latency_add(latency_hist *h, uint64_t us);
  * that holds it; 0 when nothing was added. */
 uint64_t latency_quantile(const latency_hist *h, double q);
 
+/* The quantiles reported everywhere, in milliseconds: p50, p95, p99,
+ * p99.9 and the maximum. */
+#define LATENCY_REPORTED 5
+void latency_report(const latency_hist *h, double ms[LATENCY_REPORTED]);
+
 #endif

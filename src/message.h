@@ -75,6 +75,9 @@ typedef struct {
   const char *file;    /* the file read, for an input that reads many
                           (tail_input); NULL otherwise */
   const char *from;    /* the sender's address (syslog_input), or NULL */
+  uint64_t read_us;    /* when its input handed it on (uv_hrtime, in us),
+                          for the latency to its output's acknowledgement;
+                          0: not known */
 } msg_origin;
 
 typedef struct {

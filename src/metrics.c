@@ -146,26 +146,32 @@ static bool put_family(buf *b, const family *f, const void *items,
   return ok;
 }
 
-/* The delivery latency's quantiles: a gauge per quantile, as a summary
- * without its sum and count. */
-static bool put_latency(buf *b, const pipeline_stats *st)
+/* Latency quantiles: a gauge per quantile, as a summary without its sum
+ * and count. transport: the transport's delivery latency, for outputs that
+ * have one; else the latency from read to acknowledgement, for outputs
+ * that timed a record. */
+static bool put_latency(buf *b, const pipeline_stats *st, bool transport)
 {
-  static const char *const q[] = {"0.5", "0.95", "0.99", "0.999"};
+  static const char *const q[] = {"0.5", "0.95", "0.99", "0.999", "1"};
+  const char *name = transport ? "lumberjit_output_delivery_latency_seconds"
+                               : "lumberjit_output_latency_seconds";
   bool ok = true, headed = false;
 
   for (size_t i = 0; ok && i < st->noutputs; i++) {
     const pipeline_output_stats *o = &st->outputs[i];
-    if (!o->has_tx) continue;
+    if (transport ? !o->has_tx : !o->timed) continue;
     if (!headed)
-      ok = put_head(b, "lumberjit_output_delivery_latency_seconds", "gauge",
-                    "From handing a record on to its acknowledgement, by "
-                    "quantile; quantile=\"1\" is the largest.");
+      ok = put_head(b, name, "gauge", transport
+                    ? "From handing a record on to its acknowledgement, by "
+                      "quantile; quantile=\"1\" is the largest."
+                    : "From a record's read to its acknowledgement (written, "
+                      "or delivered), by quantile; quantile=\"1\" is the "
+                      "largest.");
     headed = true;
-    for (size_t j = 0; ok && j <= 4; j++)
-      ok = put(b, "lumberjit_output_delivery_latency_seconds") &&
-           put_label(b, "output", o->name) &&
-           put(b, ",quantile=\"%s\"} %.6f\n", j < 4 ? q[j] : "1",
-               o->tx.latency_ms[j] / 1e3);
+    for (size_t j = 0; ok && j < LATENCY_REPORTED; j++)
+      ok = put(b, "%s", name) && put_label(b, "output", o->name) &&
+           put(b, ",quantile=\"%s\"} %.6f\n", q[j],
+               (transport ? o->tx.latency_ms[j] : o->latency_ms[j]) / 1e3);
   }
   return ok;
 }
@@ -187,7 +193,7 @@ bool metrics_format(buf *b, const pipeline_stats *st)
   for (size_t i = 0; ok && i < sizeof output_families / sizeof *output_families; i++)
     ok = put_family(b, &output_families[i], st->outputs, sizeof *st->outputs,
                     st->noutputs, false);
-  return ok && put_latency(b, st) &&
+  return ok && put_latency(b, st, false) && put_latency(b, st, true) &&
          put_total(b, "lumberjit_dead_letter_records_total", "counter",
                    "Records sent to the dead-letter path.", st->dead_letters) &&
          put_total(b, "lumberjit_dead_letter_written_records_total", "counter",

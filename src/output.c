@@ -203,13 +203,27 @@ void output_set_high_water(output_sink *o, size_t bytes)
   o->low_water = o->high_water / 4;
 }
 
+/* A record is acknowledged: it counts, and so does its latency. */
+static void count_written(output_sink *o, const output_record *r,
+                          uint64_t now_us)
+{
+  if (r->dead_letter) {
+    o->dead_letters_written++;
+    return;
+  }
+  o->records_written++;
+  if (r->read_us)
+    latency_add(&o->latency, now_us > r->read_us ? now_us - r->read_us : 0);
+}
+
 /* Counts the records whose last byte was written. */
 static void ack(output_sink *o)
 {
+  uint64_t now_us = uv_hrtime() / 1000;
+
   while (o->rec_head < o->nrecs && o->recs[o->rec_head].end <= o->head) {
     const output_record *r = &o->recs[o->rec_head++];
-    if (r->dead_letter) o->dead_letters_written++;
-    else o->records_written++;
+    count_written(o, r, now_us);
     o->boundary = r->end;
     checkpoint_unref(r->ack);
     if (o->backoff_ms) {
@@ -401,7 +415,7 @@ static void commit(output_sink *o, const msg_origin *from, bool dead_letter,
                    uint32_t head)
 {
   output_record r = {o->pending.len, from->input, from->position, from->ack,
-                     from->is_offset, dead_letter, head};
+                     from->is_offset, dead_letter, head, from->read_us};
 
   if (o->state == OUTPUT_FAILED) {
     fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
@@ -553,7 +567,7 @@ void output_adopt(output_sink *o, output_sink *from)
     for (size_t i = from->rec_head; i < from->nrecs; i++) {
       const output_record *r = &from->recs[i];
       msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack,
-                           NULL, NULL};
+                           NULL, NULL, r->read_us};
       buf_append(output_buf(o), from->pending.data + start, r->end - start);
       commit(o, &origin, r->dead_letter, r->head);
       start = r->end;
@@ -602,8 +616,7 @@ void output_take(output_sink *o)
 
 void output_delivered(output_sink *o, const output_record *r)
 {
-  if (r->dead_letter) o->dead_letters_written++;
-  else o->records_written++;
+  count_written(o, r, uv_hrtime() / 1000);
   checkpoint_unref(r->ack);
 }
 

@@ -39,6 +39,7 @@
 #include <uv.h>
 
 #include "buf.h"
+#include "latency.h"
 #include "message.h"
 
 /* One queued record: its end in the buffer and where it came from. It
@@ -53,6 +54,7 @@ typedef struct {
   bool dead_letter;
   uint32_t head;     /* bytes before the record that only route it (a
                         Kafka output's topic and key); 0 for most sinks */
+  uint64_t read_us;  /* msg_origin's: when its input handed it on */
 } output_record;
 
 typedef struct output_sink output_sink;
@@ -144,6 +146,7 @@ struct output_sink {
   void *tx_state;         /* the transport's */
 
   uint64_t records_written, dead_letters_written, bytes_written;
+  latency_hist latency;   /* from read_us to written or delivered */
   uint64_t records_lost;  /* a collector ran out of memory for them */
 };
 

@@ -517,15 +517,11 @@ static void save_cursor(output_sink *o)
 static void stats(const output_sink *o, output_tx_stats *st)
 {
   const kafka_output *k = o->tx_state;
-  const latency_hist *h = &k->latency;
 
   *st = (output_tx_stats){k->produced, k->delivered, k->rejected,
                           k->in_flight, k->held_bytes, k->dq != NULL, 0, 0,
-                          k->spilled, k->from_disk,
-                          {latency_quantile(h, 0.5) / 1e3,
-                           latency_quantile(h, 0.95) / 1e3,
-                           latency_quantile(h, 0.99) / 1e3,
-                           latency_quantile(h, 0.999) / 1e3, h->max_us / 1e3}};
+                          k->spilled, k->from_disk, {0}};
+  latency_report(&k->latency, st->latency_ms);
   if (k->dq) {
     dq_stats_t ds;
     dq_stats(k->dq, &ds);

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "heap.h"
 #include "log.h"
@@ -194,6 +195,7 @@ static void on_chunk_done(void *ud, input *in)
   job->is_offset = in->is_offset;
   job->ticket = src->ticket;
   job->done_offset = handed_on(src);
+  job->read_us = uv_hrtime() / 1000;
   src->job = NULL;
   src->ticket = NULL;
   src->in_flight++;
@@ -416,7 +418,7 @@ static void on_sink_failed(void *ud, output_sink *s, const output_record *r,
   pipeline *pl = ud;
   pl_output *o = output_of(pl, s);
   msg_origin from = {r->input, r->position, r->is_offset, bytes, len, r->ack,
-                     NULL, NULL};
+                     NULL, NULL, 0};
 
   pl->status = 1;
   if (r->dead_letter || !o) {
@@ -487,7 +489,9 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
     st->outputs[i] = (pipeline_output_stats){
       o->name, o->sink.records_written, o->write_failed + o->encoded.failed,
       o->encoded.skipped, o->sink.nrecs - o->sink.rec_head,
-      output_queued(&o->sink), o->sink.tx != NULL, {0}};
+      output_queued(&o->sink), o->sink.tx != NULL, {0}, o->sink.latency.count,
+      {0}};
+    latency_report(&o->sink.latency, st->outputs[i].latency_ms);
     if (o->sink.tx) o->sink.tx->stats(&o->sink, &st->outputs[i].tx);
     lost += o->sink.records_lost;
   }
@@ -524,6 +528,26 @@ static void on_metrics_timer(uv_timer_t *t)
   write_metrics(t->data);
 }
 
+/* The run as a benchmark reads it: how long, how fast, at what cost. */
+static void log_run(const pipeline *pl, const pipeline_stats *st)
+{
+  double secs = (double)(uv_hrtime() - pl->started_ns) / 1e9, cpu;
+  uint64_t read = 0, delivered = 0;
+  struct rusage ru;
+
+  for (size_t i = 0; i < st->ninputs; i++) read += st->inputs[i].records;
+  for (size_t i = 0; i < st->noutputs; i++) delivered += st->outputs[i].delivered;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return;
+  cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+        (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  if (secs <= 0) secs = 1e-9;
+  log_msg("run: %.2f s; %" PRIu64 " records read (%.0f/s), %" PRIu64
+          " delivered (%.0f/s); CPU %.2f s (%.2f s per million records "
+          "read); peak RSS %.1f MiB", secs, read, (double)read / secs,
+          delivered, (double)delivered / secs, cpu,
+          read ? cpu * 1e6 / (double)read : 0.0, ru.ru_maxrss / 1024.0);
+}
+
 static void log_summary(pipeline *pl)
 {
   const pipeline_stats *st = pipeline_snapshot(pl);
@@ -547,6 +571,12 @@ static void log_summary(pipeline *pl)
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
             " skipped", st->outputs[i].name, st->outputs[i].delivered,
             st->outputs[i].failed, st->outputs[i].skipped);
+    if (st->outputs[i].timed) {
+      const double *ms = st->outputs[i].latency_ms;
+      log_msg("output '%s': latency from read to written p50 %.1f ms, p95 "
+              "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+              st->outputs[i].name, ms[0], ms[1], ms[2], ms[3], ms[4]);
+    }
     if (o->tx) o->tx->summary(o, more, sizeof more);
     if (more[0]) log_msg("output '%s': %s", st->outputs[i].name, more);
   }
@@ -555,6 +585,7 @@ static void log_summary(pipeline *pl)
           "inputs paused %" PRIu64 " times for %" PRIu64 " ms",
           st->dead_letters, st->dead_letters_written, st->dead_letters_lost,
           st->unrouted, st->pauses, st->paused_ms);
+  log_run(pl, st);
 }
 
 int pipeline_run(pipeline *pl)
@@ -563,6 +594,7 @@ int pipeline_run(pipeline *pl)
   signals_handler sh = {on_stop_signal, on_reopen_signal, pl};
 
   signals_set_handler(&sh);
+  pl->started_ns = uv_hrtime();
   if (pl->checkpointing) {
     uv_timer_start(&pl->checkpoints, on_checkpoint_timer,
                    pl->checkpoint_interval_ms, pl->checkpoint_interval_ms);

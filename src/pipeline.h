@@ -37,6 +37,10 @@ typedef struct {
   uint64_t queued_records, queued_bytes; /* in the queue now */
   bool has_tx;            /* a transport's (Kafka), in tx */
   output_tx_stats tx;
+  /* From a record's read to its acknowledgement (output.h): how many
+   * were timed and latency_report's quantiles, in ms. */
+  uint64_t timed;
+  double latency_ms[LATENCY_REPORTED];
 } pipeline_output_stats;
 
 typedef struct {

@@ -142,6 +142,7 @@ struct pipeline {
   uint64_t records_lost;     /* no memory to take them from the input */
   uint64_t pauses;
   uint64_t paused_since, paused_ns; /* uv_hrtime */
+  uint64_t started_ns;       /* uv_hrtime when it started to run */
   pipeline_stats snapshot;   /* pipeline_snapshot's storage */
 };
 

@@ -33,7 +33,7 @@ static const char view_source[] =
   "                 uint32_t first, count; } lj_field;\n"
   "typedef struct { const char *input; uint64_t position; bool is_offset;\n"
   "                 const char *bytes; size_t len; void *ack;\n"
-  "                 const char *file, *from; } lj_origin;\n"
+  "                 const char *file, *from; uint64_t read_us; } lj_origin;\n"
   "typedef struct {\n"
   "  uint8_t uuid[16]; bool has_uuid; int64_t timestamp;\n"
   "  int32_t severity; bool has_severity; int32_t pid; bool has_pid;\n"

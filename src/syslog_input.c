@@ -59,7 +59,8 @@ void syslog_malformed(syslog_listener *l, const char *from, uint64_t position,
                       const char *bytes, size_t len, const char *reason)
 {
   pipeline *pl = l->pi->pl;
-  msg_origin o = {l->pi->name, position, false, bytes, len, NULL, NULL, from};
+  msg_origin o = {l->pi->name, position, false, bytes, len, NULL, NULL, from,
+                  0};
 
   l->malformed++;
   dead_letter_write(&pl->dl, "input", l->pi->name, reason, &o);

@@ -79,7 +79,8 @@ static void run_job(worker *w, work_job *job)
     msg_origin o = {job->input->name, r->position, job->is_offset,
                     job->bytes.data + r->off, r->len, job->ticket,
                     job->file,
-                    r->has_from ? job->bytes.data + r->off + r->len : NULL};
+                    r->has_from ? job->bytes.data + r->off + r->len : NULL,
+                    job->read_us};
     router_record(&w->router, job->input, &o, r->piece);
   }
   router_flush(&w->router);

@@ -48,6 +48,7 @@ typedef struct work_job {
   size_t nrecs, recs_cap;
   checkpoint_ticket *ticket; /* its processing reference, dropped on return */
   uint64_t done_offset;
+  uint64_t read_us;         /* when the loop handed it on (msg_origin) */
   output_sink *out;         /* nsinks collectors; the last: dead letters */
   size_t nsinks;
   router_counts counts;     /* what routing its records counted */

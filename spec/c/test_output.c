@@ -38,7 +38,7 @@ static void on_failed(void *ud, output_sink *o, const output_record *r,
   w->failed++;
   buf_append(&w->failed_bytes, bytes, len);
   if (w->reenter) {
-    msg_origin from = {"in", r->position, false, bytes, len, NULL, NULL, NULL};
+    msg_origin from = {"in", r->position, false, bytes, len, NULL, NULL, NULL, 0};
     buf_append(output_buf(o), "dead\n", 5);
     output_commit(o, &from, true);
   }
@@ -80,7 +80,8 @@ static void commit_record(output_sink *o, unsigned i, buf *expected)
 {
   char line[128];
   int n = snprintf(line, sizeof line, "record %05u %080u\n", i, i);
-  msg_origin from = {"in", i, false, line, (size_t)n, NULL, NULL, NULL};
+  msg_origin from = {"in", i, false, line, (size_t)n, NULL, NULL, NULL,
+                     uv_hrtime() / 1000};
 
   buf_append(output_buf(o), line, (size_t)n);
   if (expected) buf_append(expected, line, (size_t)n);
@@ -106,6 +107,8 @@ static void test_slow_reader(void)
     uv_run(uv_default_loop(), UV_RUN_NOWAIT);
   }
   CHECK(o.records_written == 2000);
+  /* Every record bore the time it was read: each one's latency counts. */
+  CHECK(o.latency.count == 2000);
   CHECK(output_idle(&o));
   CHECK(got.len == expected.len && memcmp(got.data, expected.data, got.len) == 0);
   CHECK(w.failed == 0);
