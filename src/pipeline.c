@@ -573,7 +573,7 @@ static void log_summary(pipeline *pl)
             st->outputs[i].failed, st->outputs[i].skipped);
     if (st->outputs[i].timed) {
       const double *ms = st->outputs[i].latency_ms;
-      log_msg("output '%s': latency from read to written p50 %.1f ms, p95 "
+      log_msg("output '%s': latency from read to acknowledged p50 %.1f ms, p95 "
               "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
               st->outputs[i].name, ms[0], ms[1], ms[2], ms[3], ms[4]);
     }

@@ -64,7 +64,7 @@ end
     assert.are.equal(50, m.lumberjit_dead_letter_written_records_total)
     assert.are.equal(0, m.lumberjit_lost_records_total)
     assert.are.equal(0, m.lumberjit_inputs_paused)
-    -- The latency from read to written: every quantile of the output that
+    -- The latency from read to acknowledged: every quantile of the output that
     -- wrote, in order; none for the one that wrote nothing.
     local last = 0
     for _, q in ipairs({"0.5", "0.95", "0.99", "0.999", "1"}) do
@@ -73,7 +73,7 @@ end
       last = v
     end
     assert.is_nil(m['lumberjit_output_latency_seconds{output="none",quantile="1"}'])
-    assert.matches("output 'all': latency from read to written p50 [%d.]+ ms, p95 [%d.]+ ms, " ..
+    assert.matches("output 'all': latency from read to acknowledged p50 [%d.]+ ms, p95 [%d.]+ ms, " ..
       "p99 [%d.]+ ms, p99%.9 [%d.]+ ms, max [%d.]+ ms\n", r.stderr)
     for key in pairs(m) do
       assert.is_nil(key:find("in_flight") or key:find("disk_buffer") or key:find("syslog"), key)
