@@ -139,3 +139,19 @@ describe("examples/rsyslog-replacement.lua", function()
     run.cleanup(lj.dir)
   end)
 end)
+
+describe("examples/benchmark.lua", function()
+  it("generates a million syslog lines, parses every one and prints the run's figures", function()
+    local r = run.lumberjit{config_path = run.root .. "/examples/benchmark.lua"}
+    assert.are.equal(0, r.status, r.stderr)
+    assert.matches("input 'generator': 1000000 records %(0 longer than max_line, 0 pieces truncated%), " ..
+      "0 dead%-letter records", r.stderr)
+    assert.matches("output 'discard': 1000000 delivered, 0 failed, 0 skipped", r.stderr)
+    assert.matches("output 'discard': latency from read to acknowledged p50 [%d.]+ ms", r.stderr)
+    assert.matches("run: [%d.]+ s; 1000000 records read %(%d+/s%), 1000000 delivered %(%d+/s%); " ..
+      "CPU [%d.]+ s %([%d.]+ s per million records read%); peak RSS [%d.]+ MiB", r.stderr)
+    assert.matches('lumberjit_output_delivered_records_total{output="discard"} 1000000\n',
+      run.read(r.dir .. "/benchmark.prom"), 1, true)
+    run.cleanup(r.dir)
+  end)
+end)
