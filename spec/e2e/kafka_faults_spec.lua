@@ -3,8 +3,9 @@
 -- 1,000,000-line stream, lumberjit killed with SIGKILL and started again,
 -- checkpoints that wait for delivery reports, and the disk buffer filling
 -- to its cap, holding the inputs, draining in order and outliving a
--- restart; a second lumberjit on the same disk buffer. Every line must arrive; duplicates are counted and held to the
--- bound output_kafka.h and checkpoint.h give.
+-- restart; a second lumberjit on the same disk buffer. Every line must
+-- arrive; duplicates are counted, and held to what librdkafka held (an
+-- outage) or to what the broker had past the checkpoint a crash left.
 local run = dofile("spec/e2e/run.lua")
 local h = dofile("spec/e2e/syslog_harness.lua")
 local k = dofile("spec/e2e/kafka_harness.lua")
@@ -165,11 +166,19 @@ describe("kafka_output faults", function()
   end)
 
   it("loses nothing when lumberjit is killed with SIGKILL mid-stream and started again", function()
-    local dir = prepare(b, 300000, [[topic = "crash", memory_bytes = 1048576]], "memory_budget = 2000000")
+    -- The cap stretches the stream over 6 s, so the kill comes in its
+    -- middle. Idempotence removes the other source of duplicates, a batch
+    -- the broker wrote but acknowledged too late (a loaded machine), which
+    -- librdkafka would send again: only the crash's are counted.
+    local dir = prepare(b, 300000, [[topic = "crash", memory_bytes = 1048576, idempotent = true,
+      max_messages_per_second = 50000]], "memory_budget = 2000000")
     stop_on_exit(dir, b)
     start(dir)
-    assert.truthy(k.count(b, "crash", { min = 50000, seconds = 120 }))
+    -- Reading the checkpoint file is quick, where counting the topic takes
+    -- long enough for the stream to end.
+    assert.is_true(h.wait_until(function() return checkpoint(dir) >= 50000 * 61 end, 120))
     kill9(dir)
+    local covered, had = checkpoint(dir) / 61, k.count(b, "crash")
     start(dir)
     assert.truthy(k.count(b, "crash", { min = 300000, seconds = 120 }))
     h.wait_until(function() return checkpoint(dir) == 300000 * 61 end, 20)
@@ -177,10 +186,15 @@ describe("kafka_output faults", function()
     assert.are.equal(0, status, stderr)
     local total, distinct = dump(b, dir, "crash")
     assert.are.equal(300000, distinct)
-    print(("\n# kill -9: %d duplicates of 300,000 lines"):format(total - distinct))
-    -- What checkpoint.h bounds (memory_budget and a checkpoint interval's
-    -- records) plus what librdkafka held (memory_bytes).
-    assert.is_true(total - distinct <= (2000000 + 1048576) / 61 + 30000, (total - distinct) .. " duplicates")
+    print(("\n# kill -9 with %d lines in the broker, %d of them checkpointed: %d duplicates of 300,000 lines")
+      :format(had, covered, total - distinct))
+    -- The restart went on from the checkpoint the crash left: it sent again
+    -- no more than what the broker had beyond it. (How far the checkpoint
+    -- trails, checkpoint.h bounds: memory_budget, memory_bytes and a
+    -- checkpoint interval's records; that depends on the machine's speed,
+    -- so it is printed, not asserted.)
+    assert.is_true(covered > 0 and covered < 300000, covered .. " lines checkpointed at the kill")
+    assert.is_true(total - distinct <= had - covered, (total - distinct) .. " duplicates")
     run.cleanup(dir)
   end)
 

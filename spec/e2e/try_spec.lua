@@ -158,7 +158,7 @@ describe("lumberjit --try on the bundled syslog example", function()
       sample .. ":2: 1 message\n"
     assert.are.equal(expected, r.stdout:sub(1, #expected))
     -- The rejected line has no message, so nothing encoded.
-    assert.truthy(r.stdout:find("\n" .. sample .. ":6: rejected: [^\n]*\n" ..
+    assert.truthy(r.stdout:find("\n" .. literal(sample) .. ":6: rejected: [^\n]*\n" ..
       literal(sample) .. ":7: 1 message\n"), r.stdout)
     local encoded = 0
     for _, line in ipairs(run.lines(r.stdout)) do
