@@ -83,18 +83,31 @@ static void write_out(trial *t)
   if (t->flush_each) fflush(stdout);
 }
 
+/* The text after `sandbox "NAME" print: ` when line is a print() line of
+ * the plugin NAME, else NULL. */
+static const char *printed(const char *line, const char *name)
+{
+  size_t n = strlen(name);
+
+  if (strncmp(line, "sandbox \"", 9) != 0 ||
+      strncmp(line + 9, name, n) != 0 || strncmp(line + 9 + n, "\" print: ", 9) != 0)
+    return NULL;
+  return line + 9 + n + 9;
+}
+
 /* The runtime's log: a plugin's print() line is kept to be shown with the
  * line that made it; the rest goes to stderr as in a normal run. */
 static void on_sandbox_log(void *ud, const char *line)
 {
   trial *t = ud;
-  const char *text = strstr(line, "\" print: ");
+  const char *text = printed(line, t->o->decoder);
 
-  if (strncmp(line, "sandbox \"", 9) != 0 || !text) {
+  if (!text && t->o->encoder) text = printed(line, t->o->encoder);
+  if (!text) {
     log_sandbox_line(NULL, line);
     return;
   }
-  put(&t->prints, text + 9);
+  put(&t->prints, text);
   put(&t->prints, "\n");
 }
 
