@@ -37,7 +37,7 @@
 static const char *const global_keys[] = {
   "dead_letter_path", "dead_letter_output", "watchdog_interval_ms",
   "stop_timeout_ms", "state_dir", "checkpoint_interval_ms", "memory_budget",
-  "workers", "metrics_path", "metrics_interval_ms", NULL
+  "workers", "metrics_path", "metrics_interval_ms", "stats_interval_ms", NULL
 };
 
 static int read_globals(loader *ld, config *cfg, int line)
@@ -46,7 +46,7 @@ static int read_globals(loader *ld, config *cfg, int line)
   plugin_ctx c = {ld, &g, NULL};
   uint64_t v = cfg->watchdog_interval_ms, stop = cfg->stop_timeout_ms;
   uint64_t ckpt = cfg->checkpoint_interval_ms, workers = cfg->workers;
-  uint64_t metrics_ms = cfg->metrics_interval_ms;
+  uint64_t metrics_ms = cfg->metrics_interval_ms, stats_ms = 0;
   char *dl_path = NULL;
 
   ld->globals_line = line;
@@ -60,8 +60,12 @@ static int read_globals(loader *ld, config *cfg, int line)
       cfg_read_count(&c, "memory_budget", 1e12, &cfg->memory_budget) != 0 ||
       cfg_read_count(&c, "workers", 256, &workers) != 0 ||
       cfg_read_string(&c, "metrics_path", false, &cfg->metrics_path) != 0 ||
-      cfg_read_count(&c, "metrics_interval_ms", 3600000, &metrics_ms) != 0)
+      cfg_read_count(&c, "metrics_interval_ms", 3600000, &metrics_ms) != 0 ||
+      cfg_read_count(&c, "stats_interval_ms", 3600000, &stats_ms) != 0)
     return -1;
+  if (stats_ms && stats_ms < 100)
+    return cfg_key_fail(&c, "stats_interval_ms", "must be 0 (none) or at least 100");
+  cfg->stats_interval_ms = (unsigned)stats_ms;
   if (metrics_ms < 100)
     return cfg_key_fail(&c, "metrics_interval_ms", "must be at least 100");
   cfg->metrics_interval_ms = (unsigned)metrics_ms;

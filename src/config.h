@@ -150,6 +150,8 @@ typedef struct {
   size_t workers;           /* threads running decoders and encoders */
   char *metrics_path;       /* the metrics file (metrics.h); NULL: none */
   unsigned metrics_interval_ms; /* how often it is rewritten */
+  unsigned stats_interval_ms; /* how often the log gets the run's figures
+                                 (run_stats.h); 0: only at exit */
 } config;
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err. */

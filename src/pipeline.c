@@ -31,12 +31,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "heap.h"
 #include "log.h"
 #include "metrics.h"
 #include "pipeline_internal.h"
+#include "run_stats.h"
 #include "signals.h"
 
 #define QUIET_LOOK_MS 1000
@@ -528,24 +528,10 @@ static void on_metrics_timer(uv_timer_t *t)
   write_metrics(t->data);
 }
 
-/* The run as a benchmark reads it: how long, how fast, at what cost. */
-static void log_run(const pipeline *pl, const pipeline_stats *st)
+static void on_stats_timer(uv_timer_t *t)
 {
-  double secs = (double)(uv_hrtime() - pl->started_ns) / 1e9, cpu;
-  uint64_t read = 0, delivered = 0;
-  struct rusage ru;
-
-  for (size_t i = 0; i < st->ninputs; i++) read += st->inputs[i].records;
-  for (size_t i = 0; i < st->noutputs; i++) delivered += st->outputs[i].delivered;
-  if (getrusage(RUSAGE_SELF, &ru) != 0) return;
-  cpu = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-        (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-  if (secs <= 0) secs = 1e-9;
-  log_msg("run: %.2f s; %" PRIu64 " records read (%.0f/s), %" PRIu64
-          " delivered (%.0f/s); CPU %.2f s (%.2f s per million records "
-          "read); peak RSS %.1f MiB", secs, read, (double)read / secs,
-          delivered, (double)delivered / secs, cpu,
-          read ? cpu * 1e6 / (double)read : 0.0, ru.ru_maxrss / 1024.0);
+  pipeline *pl = t->data;
+  run_stats_interval(&pl->stats, pipeline_snapshot(pl));
 }
 
 static void log_summary(pipeline *pl)
@@ -585,7 +571,7 @@ static void log_summary(pipeline *pl)
           "inputs paused %" PRIu64 " times for %" PRIu64 " ms",
           st->dead_letters, st->dead_letters_written, st->dead_letters_lost,
           st->unrouted, st->pauses, st->paused_ms);
-  log_run(pl, st);
+  run_stats_total(&pl->stats, st);
 }
 
 int pipeline_run(pipeline *pl)
@@ -594,7 +580,12 @@ int pipeline_run(pipeline *pl)
   signals_handler sh = {on_stop_signal, on_reopen_signal, pl};
 
   signals_set_handler(&sh);
-  pl->started_ns = uv_hrtime();
+  run_stats_start(&pl->stats);
+  if (pl->stats_interval_ms) {
+    uv_timer_start(&pl->stats_timer, on_stats_timer, pl->stats_interval_ms,
+                   pl->stats_interval_ms);
+    uv_unref((uv_handle_t *)&pl->stats_timer);
+  }
   if (pl->checkpointing) {
     uv_timer_start(&pl->checkpoints, on_checkpoint_timer,
                    pl->checkpoint_interval_ms, pl->checkpoint_interval_ms);

@@ -499,6 +499,9 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   uv_timer_init(loop, &pl->metrics);
   pl->metrics.data = pl;
   pl->metrics_interval_ms = cfg->metrics_interval_ms;
+  uv_timer_init(loop, &pl->stats_timer);
+  pl->stats_timer.data = pl;
+  pl->stats_interval_ms = cfg->stats_interval_ms;
   uv_async_init(loop, &pl->notify, pipeline_jobs_back);
   pl->notify.data = pl;
   uv_unref((uv_handle_t *)&pl->notify);
@@ -578,6 +581,7 @@ static void close_handles(pipeline *pl)
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_close((uv_handle_t *)&pl->quiet, NULL);
   uv_close((uv_handle_t *)&pl->metrics, NULL);
+  uv_close((uv_handle_t *)&pl->stats_timer, NULL);
   uv_close((uv_handle_t *)&pl->notify, NULL);
   uv_close((uv_handle_t *)&pl->send_before, NULL);
   uv_close((uv_handle_t *)&pl->send_after, NULL);

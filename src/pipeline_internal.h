@@ -18,6 +18,7 @@
 #include "output.h"
 #include "pipeline.h"
 #include "router.h"
+#include "run_stats.h"
 #include "sandbox.h"
 #include "worker.h"
 
@@ -142,7 +143,9 @@ struct pipeline {
   uint64_t records_lost;     /* no memory to take them from the input */
   uint64_t pauses;
   uint64_t paused_since, paused_ns; /* uv_hrtime */
-  uint64_t started_ns;       /* uv_hrtime when it started to run */
+  run_stats stats;           /* the figures of the log (run_stats.h) */
+  uv_timer_t stats_timer;    /* logs them every stats_interval_ms */
+  unsigned stats_interval_ms; /* 0: only at exit */
   pipeline_stats snapshot;   /* pipeline_snapshot's storage */
 };
 

@@ -135,6 +135,22 @@ out = { type = "file_output", path = "out.json", encoder = "json", message_match
     run.cleanup(r.dir)
   end)
 
+  it("shows in the run's figures in the log, every stats_interval_ms and at exit", function()
+    -- 6,000 lines at 10,000 a second last at least 0.6 s: the 200 ms timer
+    -- fires at least twice.
+    local r = run.lumberjit{config = [[
+lumberjit = { stats_interval_ms = 200 }
+gen = { type = "generator_input", count = 6000, rate = 10000 }
+out = { type = "file_output", path = "/dev/null", message_matcher = "TRUE" }
+]]}
+    assert.are.equal(0, r.status, r.stderr)
+    local _, lines = r.stderr:gsub("stats: [%d.]+ s: %d+ records read/s, %d+ delivered/s; CPU [%d.]+ cores; " ..
+      "%d+ records queued; inputs paused %d+ ms; peak RSS [%d.]+ MiB\n", "")
+    assert.is_true(lines >= 2, r.stderr)
+    assert.matches("run: [%d.]+ s; 6000 records read %(%d+/s%), 6000 delivered %(%d+/s%)", r.stderr)
+    run.cleanup(r.dir)
+  end)
+
   it("names a format it does not know", function()
     local r = run.lumberjit{config = generator_config('format = "apache"'), args = "--check"}
     assert.are.equal(1, r.status)
