@@ -31,6 +31,12 @@ static inline bool buf_append(buf *b, const void *bytes, size_t len)
   return true;
 }
 
+/* A C string, without its NUL. */
+static inline bool buf_append_str(buf *b, const char *s)
+{
+  return buf_append(b, s, strlen(s));
+}
+
 static inline void buf_clear(buf *b) { b->len = 0; }
 
 #endif

@@ -78,11 +78,6 @@ static void append_base64(buf *b, const unsigned char *s, size_t len)
   buf_append(b, "\"", 1);
 }
 
-static void append_str(buf *b, const char *s)
-{
-  buf_append(b, s, strlen(s));
-}
-
 void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
                        const char *reason, const msg_origin *o)
 {
@@ -96,36 +91,36 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
   strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
   snprintf(stamp + strlen(stamp), sizeof stamp - strlen(stamp), ".%03ldZ",
            ts.tv_nsec / 1000000);
-  append_str(b, "{\"time\":\"");
-  append_str(b, stamp);
-  append_str(b, "\",\"stage\":\"");
-  append_str(b, stage);
-  append_str(b, "\",\"plugin\":");
-  if (!json_string(b, plugin, strlen(plugin))) append_str(b, "null");
-  append_str(b, ",\"reason\":");
+  buf_append_str(b, "{\"time\":\"");
+  buf_append_str(b, stamp);
+  buf_append_str(b, "\",\"stage\":\"");
+  buf_append_str(b, stage);
+  buf_append_str(b, "\",\"plugin\":");
+  if (!json_string(b, plugin, strlen(plugin))) buf_append_str(b, "null");
+  buf_append_str(b, ",\"reason\":");
   if (!json_string(b, reason, strlen(reason)))
     append_base64(b, (const unsigned char *)reason, strlen(reason));
-  append_str(b, ",\"input\":");
+  buf_append_str(b, ",\"input\":");
   if (!o->input || !json_string(b, o->input, strlen(o->input)))
-    append_str(b, "null");
+    buf_append_str(b, "null");
   if (o->file) {
-    append_str(b, ",\"file\":");
-    if (!json_string(b, o->file, strlen(o->file))) append_str(b, "null");
+    buf_append_str(b, ",\"file\":");
+    if (!json_string(b, o->file, strlen(o->file))) buf_append_str(b, "null");
   }
   if (o->from) {
-    append_str(b, ",\"from\":");
-    if (!json_string(b, o->from, strlen(o->from))) append_str(b, "null");
+    buf_append_str(b, ",\"from\":");
+    if (!json_string(b, o->from, strlen(o->from))) buf_append_str(b, "null");
   }
-  append_str(b, o->is_offset ? ",\"offset\":" : ",\"record\":");
+  buf_append_str(b, o->is_offset ? ",\"offset\":" : ",\"record\":");
   snprintf(num, sizeof num, "%" PRIu64, o->position);
-  append_str(b, num);
-  append_str(b, ",\"payload\":");
+  buf_append_str(b, num);
+  buf_append_str(b, ",\"payload\":");
   if (!json_string(b, o->bytes ? o->bytes : "", o->len)) {
     b->len -= strlen("\"payload\":");
-    append_str(b, "\"payload_base64\":");
+    buf_append_str(b, "\"payload_base64\":");
     append_base64(b, (const unsigned char *)o->bytes, o->len);
   }
-  append_str(b, "}\n");
+  buf_append_str(b, "}\n");
   dl->count++;
   output_commit(dl->sink, o, true);
 }

@@ -11,16 +11,15 @@
 
 #include "utf8.h"
 
-static bool put(buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
-
 bool message_text_quote(buf *b, const char *s, size_t len)
 {
   const unsigned char *u = (const unsigned char *)s;
-  bool ok = put(b, "\"");
+  bool ok = buf_append_str(b, "\"");
 
   for (size_t i = 0; i < len && ok;) {
     char esc[8];
-    size_t n = u[i] >= 0x20 && u[i] != 0x7f ? utf8_sequence_len(u + i, len - i) : 0;
+    size_t n = u[i] >= 0x20 && u[i] != 0x7f ? utf8_sequence_len(u + i, len - i)
+                                            : 0;
     if (u[i] == '"' || u[i] == '\\') {
       ok = buf_append(b, u[i] == '"' ? "\\\"" : "\\\\", 2);
       n = 1;
@@ -30,12 +29,12 @@ bool message_text_quote(buf *b, const char *s, size_t len)
       const char *named = u[i] == '\n' ? "\\n" : u[i] == '\r' ? "\\r"
                         : u[i] == '\t' ? "\\t" : NULL;
       if (!named) snprintf(esc, sizeof esc, "\\x%02x", u[i]);
-      ok = put(b, named ? named : esc);
+      ok = buf_append_str(b, named ? named : esc);
       n = 1;
     }
     i += n;
   }
-  return ok && put(b, "\"");
+  return ok && buf_append_str(b, "\"");
 }
 
 /* The shortest "%.*g" that reads back as d, with ".0" added when that
@@ -44,13 +43,14 @@ static bool put_double(buf *b, double d)
 {
   char text[40];
 
-  if (isnan(d)) return put(b, "nan");
-  if (isinf(d)) return put(b, d < 0 ? "-inf" : "inf");
+  if (isnan(d)) return buf_append_str(b, "nan");
+  if (isinf(d)) return buf_append_str(b, d < 0 ? "-inf" : "inf");
   for (int precision = 15; precision <= 17; precision++) {
     snprintf(text, sizeof text, "%.*g", precision, d);
     if (strtod(text, NULL) == d) break;
   }
-  return put(b, text) && (strpbrk(text, ".en") || put(b, ".0"));
+  return buf_append_str(b, text) &&
+         (strpbrk(text, ".e") || buf_append_str(b, ".0"));
 }
 
 static bool put_value(buf *b, const msg *m, msg_value_type type, msg_value v)
@@ -61,14 +61,15 @@ static bool put_value(buf *b, const msg *m, msg_value_type type, msg_value v)
   case MSG_STRING:
     return message_text_quote(b, msg_str(m, v.s), v.s.len);
   case MSG_BYTES:
-    return put(b, "b") && message_text_quote(b, msg_str(m, v.s), v.s.len);
+    return buf_append_str(b, "b") &&
+           message_text_quote(b, msg_str(m, v.s), v.s.len);
   case MSG_INTEGER:
     snprintf(text, sizeof text, "%" PRId64, v.i);
-    return put(b, text);
+    return buf_append_str(b, text);
   case MSG_DOUBLE:
     return put_double(b, v.d);
   case MSG_BOOL:
-    return put(b, v.b ? "true" : "false");
+    return buf_append_str(b, v.b ? "true" : "false");
   }
   return false;
 }
@@ -77,19 +78,19 @@ static bool put_field(buf *b, const msg *m, const msg_field *f,
                       const char *indent)
 {
   const msg_value *v = msg_field_values(m, f);
-  bool ok = put(b, indent) && put(b, "  ") &&
-            buf_append(b, msg_str(m, f->name), f->name.len) && put(b, ": ");
+  bool ok = buf_append_str(b, indent) && buf_append_str(b, "  ") &&
+            buf_append(b, msg_str(m, f->name), f->name.len) &&
+            buf_append_str(b, ": ");
 
-  /* A field made from a one-element table is an array of one. */
-  if (f->count != 1 && ok) ok = put(b, "[");
+  if (f->count != 1 && ok) ok = buf_append_str(b, "[");
   for (uint32_t k = 0; k < f->count && ok; k++)
-    ok = (k == 0 || put(b, ", ")) && put_value(b, m, f->type, v[k]);
-  if (f->count != 1 && ok) ok = put(b, "]");
+    ok = (k == 0 || buf_append_str(b, ", ")) && put_value(b, m, f->type, v[k]);
+  if (f->count != 1 && ok) ok = buf_append_str(b, "]");
   if (f->representation.len && ok)
-    ok = put(b, " (representation ") &&
+    ok = buf_append_str(b, " (representation ") &&
          message_text_quote(b, msg_str(m, f->representation),
-                            f->representation.len) && put(b, ")");
-  return ok && put(b, "\n");
+                            f->representation.len) && buf_append_str(b, ")");
+  return ok && buf_append_str(b, "\n");
 }
 
 static bool put_timestamp(buf *b, int64_t ns)
@@ -103,20 +104,21 @@ static bool put_timestamp(buf *b, int64_t ns)
   t = (time_t)secs;
   if (!gmtime_r(&t, &tm)) {
     snprintf(text, sizeof text, "%" PRId64, ns);
-    return put(b, text);
+    return buf_append_str(b, text);
   }
   snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%09" PRId64
            "Z (%" PRId64 ")", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
            tm.tm_hour, tm.tm_min, tm.tm_sec, frac, ns);
-  return put(b, text);
+  return buf_append_str(b, text);
 }
 
 static bool put_string_header(buf *b, const msg *m, const char *indent,
                               const char *name, msg_span s)
 {
   if (!s.len) return true;
-  return put(b, indent) && put(b, name) && put(b, ": ") &&
-         message_text_quote(b, msg_str(m, s), s.len) && put(b, "\n");
+  return buf_append_str(b, indent) && buf_append_str(b, name) &&
+         buf_append_str(b, ": ") &&
+         message_text_quote(b, msg_str(m, s), s.len) && buf_append_str(b, "\n");
 }
 
 static bool put_integer_header(buf *b, const char *indent, const char *name,
@@ -126,7 +128,7 @@ static bool put_integer_header(buf *b, const char *indent, const char *name,
 
   if (!has) return true;
   snprintf(text, sizeof text, "%s: %" PRId64 "\n", name, value);
-  return put(b, indent) && put(b, text);
+  return buf_append_str(b, indent) && buf_append_str(b, text);
 }
 
 static bool put_uuid(buf *b, const msg *m, const char *indent)
@@ -139,13 +141,14 @@ static bool put_uuid(buf *b, const msg *m, const char *indent)
     n += (size_t)snprintf(text + n, sizeof text - n, "%s%02x",
                           i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
                           m->uuid[i]);
-  return put(b, indent) && put(b, "Uuid: ") && put(b, text) && put(b, "\n");
+  return buf_append_str(b, indent) && buf_append_str(b, "Uuid: ") &&
+         buf_append_str(b, text) && buf_append_str(b, "\n");
 }
 
 bool message_text(buf *b, const msg *m, const char *indent)
 {
-  bool ok = put(b, indent) && put(b, "Timestamp: ") &&
-            put_timestamp(b, m->timestamp) && put(b, "\n") &&
+  bool ok = buf_append_str(b, indent) && buf_append_str(b, "Timestamp: ") &&
+            put_timestamp(b, m->timestamp) && buf_append_str(b, "\n") &&
             put_string_header(b, m, indent, "Type", m->type) &&
             put_string_header(b, m, indent, "Logger", m->logger) &&
             put_string_header(b, m, indent, "Hostname", m->hostname) &&
@@ -156,7 +159,8 @@ bool message_text(buf *b, const msg *m, const char *indent)
             put_string_header(b, m, indent, "EnvVersion", m->env_version) &&
             put_uuid(b, m, indent);
 
-  if (m->nfields && ok) ok = put(b, indent) && put(b, "Fields:\n");
+  if (m->nfields && ok)
+    ok = buf_append_str(b, indent) && buf_append_str(b, "Fields:\n");
   for (uint32_t i = 0; i < m->nfields && ok; i++)
     ok = put_field(b, m, &m->fields[i], indent);
   return ok;

@@ -614,9 +614,9 @@ void output_take(output_sink *o)
   o->head = o->boundary = o->recs[o->rec_head++].end;
 }
 
-void output_delivered(output_sink *o, const output_record *r)
+void output_delivered(output_sink *o, const output_record *r, uint64_t now_us)
 {
-  count_written(o, r, uv_hrtime() / 1000);
+  count_written(o, r, now_us);
   checkpoint_unref(r->ack);
 }
 

@@ -201,8 +201,9 @@ const output_record *output_peek(const output_sink *o, size_t n,
 /* Takes the front record off the queue: the transport holds its
  * checkpoint reference until it settles it with one of the two below. */
 void output_take(output_sink *o);
-/* The record was delivered: it counts as written. */
-void output_delivered(output_sink *o, const output_record *r);
+/* The record was delivered: it counts as written, its latency measured up
+ * to now_us (uv_hrtime in microseconds, which the transport has read). */
+void output_delivered(output_sink *o, const output_record *r, uint64_t now_us);
 /* The record failed: bytes (without the routing head) go to the failed
  * callback with the reason. */
 void output_undeliverable(output_sink *o, const output_record *r,

@@ -367,7 +367,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
       dq_ack(k->dq, s->dq_id);
       k->o->records_written++;
     } else {
-      output_delivered(k->o, &s->r);
+      output_delivered(k->o, &s->r, k->now_ns / 1000);
     }
   } else if (k->dq && purged(m->err)) {
     kafka_keep_purged(k, s, m);

@@ -41,7 +41,7 @@ typedef struct {
   sandbox *decoder, *encoder;
   msg_batch batch;
   buf out, encoded;
-  buf prints;             /* print() lines of the call that runs, each "\n"-ended */
+  buf prints;             /* print() lines of the running call, "\n"-ended */
   bool flush_each;        /* stdout is a terminal: show each line at once */
   try_counts n;
 } trial;
@@ -74,8 +74,6 @@ static bool next_line(line_reader *r, const char **line, size_t *len)
   return true;
 }
 
-static bool put(buf *b, const char *s) { return buf_append(b, s, strlen(s)); }
-
 static void write_out(trial *t)
 {
   fwrite(t->out.data, 1, t->out.len, stdout);
@@ -90,7 +88,8 @@ static const char *printed(const char *line, const char *name)
   size_t n = strlen(name);
 
   if (strncmp(line, "sandbox \"", 9) != 0 ||
-      strncmp(line + 9, name, n) != 0 || strncmp(line + 9 + n, "\" print: ", 9) != 0)
+      strncmp(line + 9, name, n) != 0 ||
+      strncmp(line + 9 + n, "\" print: ", 9) != 0)
     return NULL;
   return line + 9 + n + 9;
 }
@@ -107,8 +106,8 @@ static void on_sandbox_log(void *ud, const char *line)
     log_sandbox_line(NULL, line);
     return;
   }
-  put(&t->prints, text);
-  put(&t->prints, "\n");
+  buf_append_str(&t->prints, text);
+  buf_append_str(&t->prints, "\n");
 }
 
 /* Appends the kept print() lines, each after `label`. */
@@ -118,7 +117,7 @@ static void put_prints(trial *t, const char *label)
 
   while (line < end) {
     const char *nl = memchr(line, '\n', (size_t)(end - line));
-    put(&t->out, label);
+    buf_append_str(&t->out, label);
     buf_append(&t->out, line, (size_t)(nl - line) + 1);
     line = nl + 1;
   }
@@ -138,26 +137,26 @@ static void encode_one(trial *t, const msg *m)
     t->n.encoded++;
     len = t->encoded.len;
     if (len && t->encoded.data[len - 1] == '\n') len--;
-    put(&t->out, "  encoded: ");
+    buf_append_str(&t->out, "  encoded: ");
     buf_append(&t->out, t->encoded.data, len);
-    put(&t->out, "\n");
+    buf_append_str(&t->out, "\n");
     return;
   case SANDBOX_SKIPPED:
     t->n.enc_skipped++;
-    put(&t->out, "  encoder skipped it\n");
+    buf_append_str(&t->out, "  encoder skipped it\n");
     return;
   case SANDBOX_REJECTED:
     t->n.enc_rejected++;
-    put(&t->out, "  encoder rejected it: ");
+    buf_append_str(&t->out, "  encoder rejected it: ");
     break;
   case SANDBOX_FAILED:
   case SANDBOX_STOPPED:
     t->n.enc_failed++;
-    put(&t->out, "  encoder failed: ");
+    buf_append_str(&t->out, "  encoder failed: ");
     break;
   }
-  put(&t->out, res.reason);
-  put(&t->out, "\n");
+  buf_append_str(&t->out, res.reason);
+  buf_append_str(&t->out, "\n");
 }
 
 static void decode_one(trial *t, const char *source, uint64_t lineno,
@@ -171,27 +170,27 @@ static void decode_one(trial *t, const char *source, uint64_t lineno,
   t->n.lines++;
   msg_batch_clear(&t->batch);
   sandbox_decode(t->decoder, &origin, &t->batch, &res);
-  put(&t->out, source);
+  buf_append_str(&t->out, source);
   snprintf(head, sizeof head, ":%" PRIu64 ": ", lineno);
-  put(&t->out, head);
+  buf_append_str(&t->out, head);
   if (res.status != SANDBOX_OK) {
     bool rejected = res.status == SANDBOX_REJECTED;
     *(rejected ? &t->n.rejected : &t->n.failed) += 1;
-    put(&t->out, rejected ? "rejected: " : "failed: ");
-    put(&t->out, res.reason);
-    put(&t->out, "\n");
+    buf_append_str(&t->out, rejected ? "rejected: " : "failed: ");
+    buf_append_str(&t->out, res.reason);
+    buf_append_str(&t->out, "\n");
     put_prints(t, "  print: ");
   } else {
     uint32_t n = t->batch.len;
     snprintf(head, sizeof head, "%" PRIu32 " message%s\n", n, n == 1 ? "" : "s");
-    put(&t->out, head);
+    buf_append_str(&t->out, head);
     put_prints(t, "  print: ");
     t->n.messages += n;
     for (uint32_t k = 0; k < n; k++) {
       if (n > 1) {
         snprintf(head, sizeof head, "  -- message %" PRIu32 " of %" PRIu32 "\n",
                  k + 1, n);
-        put(&t->out, head);
+        buf_append_str(&t->out, head);
       }
       message_text(&t->out, &t->batch.msgs[k], "  ");
       if (t->encoder) encode_one(t, &t->batch.msgs[k]);

@@ -228,9 +228,10 @@ static void test_transport_queue(void)
   while (output_front(&t, &bytes, &len)) {
     output_record r = t.recs[t.rec_head];
     output_take(&t);
-    output_delivered(&t, &r);
+    output_delivered(&t, &r, uv_hrtime() / 1000);
   }
   CHECK(t.records_written == 300);
+  CHECK(t.latency.count == 300);
   /* Empty now, the queue takes a one-record job by copying it into its own
    * buffer, not by swapping its buffer for the job's small one. */
   output_flush(&t);
