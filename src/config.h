@@ -118,6 +118,7 @@ typedef struct {
   char *decoder;         /* decoder instance name, or NULL */
   size_t max_line;       /* longest record */
   long_line_rule long_lines; /* what becomes of longer lines */
+  bool keep_cr;          /* keep a CR that ends a line (before its LF) */
   config_tail tail;      /* tail_input */
   config_syslog syslog;  /* syslog_input */
   config_generator generator; /* generator_input */

@@ -26,12 +26,12 @@
 
 /* Keys each plugin type knows; sandboxed plugins also take any other key. */
 static const char *const input_keys[] = {"type", "decoder", "max_line",
-                                         "long_lines", NULL};
+                                         "long_lines", "keep_cr", NULL};
 static const char *const file_input_keys[] = {"type", "decoder", "max_line",
-                                              "long_lines",
+                                              "long_lines", "keep_cr",
                                               "path", NULL};
 static const char *const tail_input_keys[] = {
-  "type", "decoder", "max_line", "long_lines", "paths", "exclude",
+  "type", "decoder", "max_line", "long_lines", "keep_cr", "paths", "exclude",
   "read_from_head",
   "scan_interval_ms", "rotate_wait_ms", "idle_close_ms",
   "last_line_timeout_ms", "max_open_files", "read_buffer", "path_field",
@@ -386,6 +386,7 @@ int config_read_input(plugin_ctx *c, config_plugin *p)
   if (v < 16) return cfg_key_fail(c, "max_line", "must be at least 16 bytes");
   p->max_line = (size_t)v;
   return read_long_lines(c, &p->long_lines) != 0 ||
+         cfg_read_bool(c, "keep_cr", &p->keep_cr) != 0 ||
          cfg_read_string(c, "decoder", false, &p->decoder) != 0 ? -1 : 0;
 }
 

@@ -15,7 +15,7 @@
 #include "config_internal.h"
 
 const char *const config_syslog_keys[] = {
-  "type", "decoder", "max_line", "long_lines", "address", "framing",
+  "type", "decoder", "max_line", "long_lines", "keep_cr", "address", "framing",
   "max_connections", "idle_timeout_ms", "receive_buffer", "socket_mode",
   "sender_field", "listener_field", "tls", NULL
 };

@@ -6,7 +6,8 @@
  * Before anything else it installs the signal handling (a SIGHUP during a
  * slow start must not kill it) and makes sure fds 0 to 2 are open: a
  * closed one would be reused by the next open(2), and lumberjit would
- * write records into its own event loop's fds.
+ * write records into its own event loop's fds. It also raises its soft
+ * descriptor limit to the hard one (fd_limit.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "fd_limit.h"
 #include "log.h"
 #include "pipeline.h"
 #include "signals.h"
@@ -105,6 +107,7 @@ int main(int argc, char **argv)
   pipeline *pl;
 
   occupy_closed_stdio(closed);
+  fd_limit_raise();
   if (signals_start(uv_default_loop()) != 0) {
     fputs("lumberjit: cannot install signal handlers\n", stderr);
     return 1;

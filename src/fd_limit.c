@@ -1,0 +1,54 @@
+/*
+ * fd_limit.c - raising RLIMIT_NOFILE and the inputs' share of it.
+ */
+#include "fd_limit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <sys/resource.h>
+
+uint64_t fd_limit_raise(void)
+{
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  if (rl.rlim_cur < rl.rlim_max) {
+    struct rlimit want = {rl.rlim_max, rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl.rlim_cur = rl.rlim_max;
+  }
+  return (uint64_t)rl.rlim_cur;
+}
+
+uint64_t fd_limit_current(void)
+{
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+}
+
+/* Descriptors open now, counted in /proc/self/fd (the directory's own
+ * descriptor left out); 0 where there is no /proc. */
+static uint64_t fds_open(void)
+{
+  DIR *d = opendir("/proc/self/fd");
+  uint64_t n = 0;
+
+  if (!d) return 0;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n > 3 ? n - 3 : 0; /* ".", ".." and d's own */
+}
+
+uint64_t fd_limit_budget(void)
+{
+  uint64_t limit = fd_limit_current(), used = fds_open() + FD_LIMIT_RESERVED;
+
+  return limit > used ? limit - used : 0;
+}
+
+bool fd_limit_exhausted(int err)
+{
+  if (err < 0) err = -err; /* libuv's errors are negated errnos on Unix */
+  return err == EMFILE || err == ENFILE;
+}
