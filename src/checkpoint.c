@@ -122,6 +122,10 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
 
   memset(st, 0, sizeof *st);
   if (!state_dir) return 0;
+  /* Made on first use, as Filebeat makes its data path: only lumberjit
+   * reads it. */
+  if (mkdir(state_dir, 0700) == 0)
+    log_msg("state_dir %s did not exist: created it", state_dir);
   errno = 0;
   if (stat(state_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
     snprintf(err, errlen, "state_dir %s: %s", state_dir,

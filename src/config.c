@@ -99,10 +99,16 @@ static int check_ref(loader *ld, const config *cfg, const config_plugin *p,
 static int check_references(loader *ld, const config *cfg)
 {
   bool has_input = false, has_output = false;
-  const config_plugin *dl;
+  const config_plugin *dl, *stdin_reader = NULL;
 
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
+    /* Two readers of one stream would each take a part of its lines. */
+    if (p->type == INPUT_STDIN && stdin_reader)
+      return cfg_fail(ld, p->line, "input '%s': standard input is read by "
+                      "input '%s' already: one stdin_input at most", p->name,
+                      stdin_reader->name);
+    if (p->type == INPUT_STDIN) stdin_reader = p;
     if (check_ref(ld, cfg, p, "decoder", p->decoder, PLUGIN_DECODER) != 0 ||
         check_ref(ld, cfg, p, "encoder", p->encoder, PLUGIN_ENCODER) != 0)
       return -1;

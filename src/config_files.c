@@ -25,17 +25,26 @@
 
 typedef struct {
   char what[300];     /* "the file output 'out' writes" */
+  char writer[280];   /* "output 'out'" */
   const char *path;
-  struct stat st;
+  struct stat st;     /* the file's; if it does not exist, its directory's */
   bool exists;
+  int line;
 } written_file;
+
+/* The directory a path is in. */
+static char *parent_dir(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+
+  return slash == path ? strdup("/")
+       : slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+}
 
 static int check_written(loader *ld, const char *who, const char *key,
                          int line, written_file *w)
 {
-  const char *slash = strrchr(w->path, '/');
   char *dir;
-  struct stat ds;
   int err, rc = 0;
 
   w->exists = stat(w->path, &w->st) == 0;
@@ -45,17 +54,47 @@ static int check_written(loader *ld, const char *who, const char *key,
              "(key '%s')", who, w->path, key)
       : 0;
   err = errno;
-  dir = slash == w->path ? strdup("/")
-      : slash ? strndup(w->path, (size_t)(slash - w->path)) : strdup(".");
-  if (!dir) return cfg_fail(ld, line, "out of memory");
+  if (!(dir = parent_dir(w->path))) return cfg_fail(ld, line, "out of memory");
   if (err != ENOENT)
     rc = cfg_fail(ld, line, "%s: cannot open %s for appending: %s (key '%s')",
               who, w->path, strerror(err), key);
-  else if (stat(dir, &ds) != 0)
+  else if (stat(dir, &w->st) != 0)
     rc = cfg_fail(ld, line, "%s: cannot open %s for appending: its directory %s "
               "does not exist (key '%s')", who, w->path, dir, key);
   free(dir);
   return rc;
+}
+
+static const char *base_name(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+
+  return slash ? slash + 1 : path;
+}
+
+/* Whether two files lumberjit writes are one: the same device and inode,
+ * or, not made yet, the same name in the same directory. Character
+ * devices (/dev/null) take any number of writers. */
+static bool same_written(const written_file *a, const written_file *b)
+{
+  if (a->exists != b->exists || a->st.st_dev != b->st.st_dev ||
+      a->st.st_ino != b->st.st_ino)
+    return false;
+  return a->exists ? !S_ISCHR(a->st.st_mode)
+                   : strcmp(base_name(a->path), base_name(b->path)) == 0;
+}
+
+/* Each file has one writer: two appending to one file would interleave
+ * their records and acknowledge each other's writes. */
+static int check_one_writer(loader *ld, const written_file *w, size_t nw)
+{
+  for (size_t i = 1; i < nw; i++)
+    for (size_t j = 0; j < i; j++)
+      if (same_written(&w[i], &w[j]))
+        return cfg_fail(ld, w[i].line, "%s and %s write one file ('%s' and "
+                        "'%s'): lumberjit must be a file's only writer",
+                        w[j].writer, w[i].writer, w[j].path, w[i].path);
+  return 0;
 }
 
 static int check_read(loader *ld, const config_plugin *p, int line,
@@ -68,6 +107,32 @@ static int check_read(loader *ld, const config_plugin *p, int line,
     return cfg_fail(ld, line, "input '%s': cannot read %s: it is a directory "
                 "(key 'path')", p->name, p->path);
   return 0;
+}
+
+/* The state directory is made at start if it does not exist (mode 0700,
+ * checkpoint.h), in a directory that must. */
+static int check_state_dir(loader *ld, const char *path)
+{
+  int line = ld->globals_line ? cfg_key_line(ld->text, "state_dir",
+                                             ld->globals_line) : 1;
+  struct stat st;
+  char *dir;
+  int rc = 0;
+
+  if (stat(path, &st) == 0)
+    return S_ISDIR(st.st_mode) ? 0
+      : cfg_fail(ld, line, "global settings 'lumberjit': key 'state_dir' "
+                 "names %s, which is not a directory", path);
+  if (errno != ENOENT)
+    return cfg_fail(ld, line, "global settings 'lumberjit': key 'state_dir': "
+                    "%s: %s", path, strerror(errno));
+  if (!(dir = parent_dir(path))) return cfg_fail(ld, line, "out of memory");
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    rc = cfg_fail(ld, line, "global settings 'lumberjit': key 'state_dir' "
+                  "names %s, which does not exist, and neither does its "
+                  "directory %s to make it in", path, dir);
+  free(dir);
+  return rc;
 }
 
 int config_check_files(loader *ld, const config *cfg)
@@ -84,26 +149,24 @@ int config_check_files(loader *ld, const config *cfg)
     snprintf(w[nw].what, sizeof w[nw].what, "the file output '%s' writes",
              p->name);
     snprintf(who, sizeof who, "output '%s'", p->name);
+    snprintf(w[nw].writer, sizeof w[nw].writer, "%s", who);
     w[nw].path = p->path;
-    rc = check_written(ld, who, "path", cfg_key_line(ld->text, "path", p->line),
-                       &w[nw++]);
+    w[nw].line = cfg_key_line(ld->text, "path", p->line);
+    rc = check_written(ld, who, "path", w[nw].line, &w[nw]);
+    nw++;
   }
   if (rc == 0 && !cfg->dead_letter_output) {
     snprintf(w[nw].what, sizeof w[nw].what, "the dead-letter file");
+    snprintf(w[nw].writer, sizeof w[nw].writer, "the dead-letter path");
     w[nw].path = cfg->dead_letter_path;
+    w[nw].line = ld->globals_line ? cfg_key_line(ld->text, "dead_letter_path",
+                                                 ld->globals_line) : 1;
     rc = check_written(ld, "global settings 'lumberjit'", "dead_letter_path",
-                       ld->globals_line ? cfg_key_line(ld->text,
-                         "dead_letter_path", ld->globals_line) : 1,
-                       &w[nw++]);
+                       w[nw].line, &w[nw]);
+    nw++;
   }
-  if (rc == 0 && cfg->state_dir) {
-    struct stat st;
-    if (stat(cfg->state_dir, &st) != 0 || !S_ISDIR(st.st_mode))
-      rc = cfg_fail(ld, ld->globals_line ? cfg_key_line(ld->text, "state_dir",
-                                                     ld->globals_line) : 1,
-                "global settings 'lumberjit': key 'state_dir' names %s, which "
-                "is not a directory", cfg->state_dir);
-  }
+  if (rc == 0) rc = check_one_writer(ld, w, nw);
+  if (rc == 0 && cfg->state_dir) rc = check_state_dir(ld, cfg->state_dir);
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
     int line = cfg_key_line(ld->text, "path", p->line);

@@ -47,6 +47,13 @@ uint64_t fd_limit_budget(void)
   return limit > used ? limit - used : 0;
 }
 
+bool fd_limit_within_budget(int fd)
+{
+  uint64_t limit = fd_limit_current();
+
+  return limit > FD_LIMIT_RESERVED && (uint64_t)fd < limit - FD_LIMIT_RESERVED;
+}
+
 bool fd_limit_exhausted(int err)
 {
   if (err < 0) err = -err; /* libuv's errors are negated errnos on Unix */

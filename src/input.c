@@ -57,11 +57,25 @@ static void flush_carry(input *in)
   in->piece = 0;
 }
 
+/* A CR before its LF is part of the line ending, as syslog framing has it
+ * (RFC 6587), unless the input keeps it: dropped from a line's length, or
+ * from the carried line when the CR came at the end of the last read. */
+static size_t without_cr(const input *in, const char *line, size_t len)
+{
+  return !in->keep_cr && len > 0 && line[len - 1] == '\r' ? len - 1 : len;
+}
+
+static void drop_carried_cr(input *in)
+{
+  in->carry.len = without_cr(in, in->carry.data, in->carry.len);
+}
+
 /* Splits one read into records. */
 static void split_lines(input *in, const char *data, size_t len)
 {
   uint64_t base = in->read_offset;
   const char *p = data, *end = data + len;
+  size_t n;
 
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -71,11 +85,12 @@ static void split_lines(input *in, const char *data, size_t len)
       break;
     }
     in->done_offset = base + (uint64_t)(nl - data) + 1;
-    if (in->carry.len == 0 && in->piece == 0 &&
-        (size_t)(nl - p) <= in->max_line) {
-      emit(in, p, (size_t)(nl - p), off, 0); /* straight from the buffer */
+    n = without_cr(in, p, (size_t)(nl - p));
+    if (in->carry.len == 0 && in->piece == 0 && n <= in->max_line) {
+      emit(in, p, n, off, 0); /* straight from the buffer */
     } else {
-      carry_append(in, p, (size_t)(nl - p), off);
+      if (nl == p) drop_carried_cr(in);
+      carry_append(in, p, n, off);
       flush_carry(in);
     }
     p = nl + 1;
@@ -93,15 +108,32 @@ static const char *describe(const input *in)
 static void hand_on_partial(input *in)
 {
   in->done_offset = in->read_offset;
+  drop_carried_cr(in);
   flush_carry(in);
   in->handler.chunk_done(in->handler.ud, in);
 }
 
+/* A stop came inside a line: what was read of it is no record. Held back
+ * (hold_partial: its offset is not acknowledged, so a resumed run reads
+ * the line whole), or cut: handed to the handler, which dead-letters the
+ * bytes with the reason (nothing will read the rest of the line). */
+static void cut_partial(input *in)
+{
+  if (in->carry.len > 0 && !in->hold_partial)
+    in->handler.cut(in->handler.ud, in, in->carry.data, in->carry.len,
+                    in->is_offset ? in->carry_pos : in->seq + 1);
+  buf_clear(&in->carry);
+  in->piece = 0;
+}
+
+/* At the end of input a last line without a newline is a record; at a
+ * stop it is held back or cut. */
 static void finish(input *in, const char *error)
 {
   if (in->finished) return;
   in->finished = true;
-  if (!in->hold_partial) hand_on_partial(in);
+  if (in->stopping) cut_partial(in);
+  else hand_on_partial(in);
   if (in->kind == INPUT_STREAM) {
     uv_read_stop((uv_stream_t *)&in->stream);
     uv_close((uv_handle_t *)&in->stream, NULL);

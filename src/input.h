@@ -21,11 +21,16 @@
  * A FIFO is opened non-blocking, so one without a writer waits on the loop
  * (and a stop signal ends it) instead of blocking in open(2).
  *
- * Stopping (a signal, a failed output) never loses read bytes: a read in
- * flight is split when it lands, and a last line without its newline is
- * handed on as a record before finished is called (unless hold_partial:
- * a followed file's checkpoint then stays before it, so a restart reads
- * the line whole once its writer ends it).
+ * Line endings: a line ends at LF; a CR before the LF is part of the
+ * ending and dropped, unless keep_cr (a lone CR inside a line stays).
+ *
+ * Stopping (a signal, a failed output) never loses read bytes and never
+ * hands on part of a line as a record: a read in flight is split when it
+ * lands, and a line the stop came inside of is held back when a
+ * checkpoint keeps its place (hold_partial: its offset is not
+ * acknowledged, so a resumed run reads the line whole), else cut: its
+ * bytes go to the handler's cut, which dead-letters them. At the end of
+ * input a last line without its newline is a record.
  *
  * Following (tail.h): a regular file is read on the loop thread (pread:
  * what was just written is in the page cache), from where input_read_more
@@ -50,6 +55,10 @@ typedef struct {
    * longer than max_line. */
   void (*record)(void *ud, input *in, const char *bytes, size_t len,
                  uint64_t position, unsigned piece);
+  /* A stop came inside a line that no checkpoint keeps: the bytes read
+   * of it, which are no record (the rest will not be read). */
+  void (*cut)(void *ud, input *in, const char *bytes, size_t len,
+              uint64_t position);
   /* After each read: the moment to flush what the records produced. */
   void (*chunk_done)(void *ud, input *in);
   /* Following a file: it has nothing more to read for now (optional). */
@@ -66,7 +75,9 @@ struct input {
   size_t max_line;
   bool is_offset;        /* positions are byte offsets */
   bool follow;           /* a file's end is not the input's: wait there */
-  bool hold_partial;     /* at a stop, keep an unterminated last line back */
+  bool hold_partial;     /* a checkpoint keeps the place of a line a stop
+                            comes inside of: hold it back */
+  bool keep_cr;          /* a CR before LF is part of the line */
   input_handler handler;
 
   uv_loop_t *loop;

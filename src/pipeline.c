@@ -448,9 +448,27 @@ output_events pipeline_sink_events(pipeline *pl)
   return (output_events){on_sink_failed, on_sink_changed, pl};
 }
 
+/* A stop came inside a line no checkpoint keeps (input.h): a record read,
+ * and dead-lettered with its bytes. */
+static void on_cut(void *ud, input *in, const char *bytes, size_t len,
+                   uint64_t position)
+{
+  pipeline *pl = ud;
+  pl_input *pi = ((pl_source *)in)->owner;
+  msg_origin from = {in->name, position, in->is_offset, bytes, len, NULL,
+                     in->path, ((pl_source *)in)->from, 0};
+
+  pi->records++;
+  pi->dead++;
+  dead_letter_write(&pl->dl, "input", in->name,
+                    "the run stopped inside this line: the rest of it was "
+                    "not read", &from);
+}
+
 input_handler pipeline_input_handler(pipeline *pl)
 {
-  return (input_handler){on_record, on_chunk_done, NULL, on_finished, pl};
+  return (input_handler){on_record, on_cut, on_chunk_done, NULL, on_finished,
+                         pl};
 }
 
 static bool writes(const output_sink *o, const struct stat *sb)

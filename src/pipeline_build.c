@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fd_limit.h"
 #include "generator_input.h"
 #include "heap.h"
 #include "log.h"
@@ -272,6 +273,7 @@ pl_source *pipeline_source_new(pl_input *pi)
   src->owner = pi;
   src->in.name = pi->name;
   src->in.max_line = pi->ri.max_line;
+  src->in.keep_cr = pi->keep_cr;
   src->in.fd = -1;
   src->in.handler = pipeline_input_handler(pi->pl);
   src->next = pi->sources;
@@ -330,6 +332,8 @@ static int resume_file(pl_input *pi, pl_source *src, const config *cfg,
     log_msg("input '%s': resuming %s at offset %" PRIu64 " (%s)", p->name,
             p->path, offset, pi->pl->store.state_file);
   src->in.read_offset = src->in.done_offset = offset;
+  /* A stop inside a line leaves it to the resumed run (input.h). */
+  src->in.hold_partial = pi->pl->store.state_file != NULL;
   return 0;
 }
 
@@ -393,6 +397,7 @@ static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
   pi->pl = pl;
   pi->cfg = p;
   pi->name = keep(pl, p->name);
+  pi->keep_cr = p->keep_cr;
   pi->ri = (router_input){.name = pi->name, .max_line = p->max_line,
                           .long_lines = p->long_lines,
                           .decoder_name = keep(pl, p->decoder),
@@ -476,6 +481,30 @@ int pipeline_start_watchdog(const config *cfg, sandbox_watchdog **wd,
   return *wd ? 0 : -1;
 }
 
+/* Warns when the files tail_inputs may hold open and the connections
+ * syslog_inputs may take cannot all have a descriptor (fd_limit.h): those
+ * past it wait (files) or are refused (connections), counted and logged. */
+static void warn_descriptor_budget(const config *cfg)
+{
+  uint64_t want = 0, budget = fd_limit_budget();
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    if (p->type == INPUT_TAIL) want += p->tail.max_open_files;
+    if (p->type == INPUT_SYSLOG && p->syslog.transport != SYSLOG_UDP &&
+        p->syslog.transport != SYSLOG_UNIX_DGRAM)
+      want += p->syslog.max_connections;
+  }
+  if (want > budget)
+    log_msg("warning: the inputs' max_open_files and max_connections add up "
+            "to %" PRIu64 " descriptors, but the limit of %" PRIu64 " "
+            "(RLIMIT_NOFILE) leaves them %" PRIu64 " beside those open and "
+            "the %d kept for checkpoints, outputs and dead letters: files "
+            "past it wait for a free one, connections past it are refused; "
+            "raise the hard limit (ulimit -Hn, LimitNOFILE=) to take them "
+            "all", want, fd_limit_current(), budget, FD_LIMIT_RESERVED);
+}
+
 pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
                           size_t errlen)
 {
@@ -534,6 +563,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
     pipeline_destroy(pl);
     return NULL;
   }
+  warn_descriptor_budget(cfg);
   share_budget(pl);
   heap_keep(cfg->memory_budget);
   for (size_t i = 0; i < pl->noutputs; i++) pl->outputs[i].cfg = NULL;

@@ -96,6 +96,7 @@ struct pl_input {
   pl_source *sources;        /* reading now */
   const struct input_kind *kind;
   void *state;               /* the kind's own */
+  bool keep_cr;              /* its sources keep a CR before LF */
   bool done;                 /* read all it will; jobs came back */
   /* Counted by the jobs that came back. */
   uint64_t records, overlong, truncated, dead;

@@ -36,7 +36,9 @@ static size_t var_len(unsigned i) { return 16 + i % 48; }
 static void make_record(unsigned i, size_t len, char *out)
 {
   int n = snprintf(out, len, "%u:", i);
-  for (size_t k = n > 0 ? (size_t)n : 0; k < len; k++)
+  /* snprintf returns what it would have written, which may exceed len. */
+  size_t from = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len;
+  for (size_t k = from; k < len; k++)
     out[k] = (char)('a' + (i + k) % 26);
 }
 
