@@ -3,10 +3,12 @@
 --
 --   json_string.escape(s)   string body without quotes: escapes '"', '\' and
 --                           control characters; passes valid UTF-8 through;
---                           escapes each byte of invalid UTF-8 as \u00XX (the
---                           byte read as Latin-1), so the output is always
---                           valid JSON. Returns s itself when nothing needs
---                           escaping (the common case, checked fast).
+--                           replaces bytes that are not UTF-8 with U+FFFD, one
+--                           for each maximal subpart (a sequence cut short, or
+--                           a byte), as Rust's from_utf8_lossy (Vector) and
+--                           Python do, so the output is always valid JSON.
+--                           Returns s itself when nothing needs escaping (the
+--                           common case, checked fast).
 --   json_string.quote(s)    '"' .. escape(s) .. '"'
 --   json_string.number(x)   integers without ".0"; NaN and infinities as null
 --   json_string.unescaped   LPeg pattern: a string body up to its closing
@@ -38,8 +40,13 @@ local utf8_multibyte = R"\194\223" * tail
 
 local plain_ascii = R"\32\126" - S'"\\'
 local needs_escape = R"\0\31" + S'"\\\127'
-local invalid_byte = P(1) / function(b) return format("\\u%04x", byte(b)) end
-local escaped = Cs((plain_ascii^1 + utf8_multibyte + needs_escape / escapes + invalid_byte)^0)
+-- The start of a sequence cut short: a lead byte and the continuation bytes
+-- that could follow it (utf8_multibyte did not match it whole).
+local cut_short = P"\224" * R"\160\191" + (R"\225\236" + R"\238\239") * tail
+  + P"\237" * R"\128\159"
+  + (P"\240" * R"\144\191" + R"\241\243" * tail + P"\244" * R"\128\143") * tail^-1
+local not_utf8 = (cut_short + P(1)) / "\239\191\189" -- U+FFFD
+local escaped = Cs((plain_ascii^1 + utf8_multibyte + needs_escape / escapes + not_utf8)^0)
 local valid_utf8 = (R"\0\127"^1 + utf8_multibyte)^0 * -1
 
 -- Whether s is printable ASCII without '"' or '\' (nothing to escape).

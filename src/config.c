@@ -35,9 +35,10 @@
 #define CONFIG_MAX_SIZE (1u << 20)
 
 static const char *const global_keys[] = {
-  "dead_letter_path", "dead_letter_output", "watchdog_interval_ms",
-  "stop_timeout_ms", "state_dir", "checkpoint_interval_ms", "memory_budget",
-  "workers", "metrics_path", "metrics_interval_ms", "stats_interval_ms", NULL
+  "dead_letter_path", "dead_letter_max_bytes", "dead_letter_keep",
+  "dead_letter_output", "watchdog_interval_ms", "stop_timeout_ms",
+  "state_dir", "checkpoint_interval_ms", "memory_budget", "workers",
+  "metrics_path", "metrics_interval_ms", "stats_interval_ms", NULL
 };
 
 static int read_globals(loader *ld, config *cfg, int line)
@@ -47,6 +48,7 @@ static int read_globals(loader *ld, config *cfg, int line)
   uint64_t v = cfg->watchdog_interval_ms, stop = cfg->stop_timeout_ms;
   uint64_t ckpt = cfg->checkpoint_interval_ms, workers = cfg->workers;
   uint64_t metrics_ms = cfg->metrics_interval_ms, stats_ms = 0;
+  uint64_t keep = cfg->dead_letter_keep;
   char *dl_path = NULL;
 
   ld->globals_line = line;
@@ -61,8 +63,12 @@ static int read_globals(loader *ld, config *cfg, int line)
       cfg_read_count(&c, "workers", 256, &workers) != 0 ||
       cfg_read_string(&c, "metrics_path", false, &cfg->metrics_path) != 0 ||
       cfg_read_count(&c, "metrics_interval_ms", 3600000, &metrics_ms) != 0 ||
-      cfg_read_count(&c, "stats_interval_ms", 3600000, &stats_ms) != 0)
+      cfg_read_count(&c, "stats_interval_ms", 3600000, &stats_ms) != 0 ||
+      cfg_read_count(&c, "dead_letter_max_bytes", 1e15,
+                     &cfg->dead_letter_max_bytes) != 0 ||
+      cfg_read_count(&c, "dead_letter_keep", 1000, &keep) != 0)
     return -1;
+  cfg->dead_letter_keep = (unsigned)keep;
   if (stats_ms && stats_ms < 100)
     return cfg_key_fail(&c, "stats_interval_ms", "must be 0 (none) or at least 100");
   cfg->stats_interval_ms = (unsigned)stats_ms;
@@ -457,6 +463,8 @@ static int load(const char *path, config *cfg, bool plugins_only, char *err,
   cfg->stop_timeout_ms = 5000;
   cfg->checkpoint_interval_ms = 1000;
   cfg->memory_budget = 32u << 20;
+  cfg->dead_letter_max_bytes = 64u << 20;
+  cfg->dead_letter_keep = 3;
   cfg->metrics_interval_ms = 10000;
   {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -143,6 +143,8 @@ typedef struct {
   size_t nplugins;
   char *dead_letter_path;   /* file for dead-letter records */
   char *dead_letter_output; /* or an output instance that receives them */
+  uint64_t dead_letter_max_bytes; /* its file's size cap; 0: none */
+  unsigned dead_letter_keep; /* rotated files kept under the cap */
   unsigned watchdog_interval_ms;
   unsigned stop_timeout_ms; /* after a stop signal, for outputs to drain */
   char *state_dir;          /* checkpoints of file inputs; NULL: none */

@@ -156,7 +156,8 @@ static bool copy_plain(char *p, const unsigned char *u, size_t len)
 }
 
 /* One byte that is not plain ASCII at u: a valid UTF-8 sequence is copied,
- * anything else escaped, at p. Returns the bytes it took; *p moves on. */
+ * bytes that are not UTF-8 become U+FFFD (utf8_invalid_len), anything else
+ * is escaped, at p. Returns the bytes it took; *p moves on. */
 static size_t put_special(char **p, const unsigned char *u, size_t avail)
 {
   size_t n = u[0] >= 0x80 ? utf8_sequence_len(u, avail) : 0;
@@ -166,6 +167,11 @@ static size_t put_special(char **p, const unsigned char *u, size_t avail)
     memcpy(*p, u, n);
     *p += n;
     return n;
+  }
+  if (u[0] >= 0x80) {
+    memcpy(*p, "\xEF\xBF\xBD", 3);
+    *p += 3;
+    return utf8_invalid_len(u, avail);
   }
   esc = short_escape(u[0]);
   if (esc) {
@@ -431,7 +437,10 @@ bool json_message(buf *b, const msg *m)
   PUT_LITERAL(b, "{\"@timestamp\":");
   put_timestamp(b, m->timestamp);
   PUT_LITERAL(b, ",\"@version\":\"1\"");
-  ok = PUT_SPAN(b, m, ",\"message\":", m->payload) &&
+  /* "message" is always there, "" for an empty Payload (an empty line). */
+  ok = put_keyed_quoted(b, ",\"message\":", sizeof ",\"message\":" - 1,
+                        m->payload.len ? msg_str(m, m->payload) : "",
+                        m->payload.len) &&
        PUT_SPAN(b, m, ",\"host\":", m->hostname) &&
        PUT_SPAN(b, m, ",\"type\":", m->type) &&
        PUT_SPAN(b, m, ",\"logger\":", m->logger) &&

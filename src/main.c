@@ -26,6 +26,7 @@
 #include "pipeline.h"
 #include "signals.h"
 #include "try.h"
+#include "version.h"
 
 static const char usage[] =
   "usage: lumberjit -c FILE [--check]\n"
@@ -120,7 +121,7 @@ int main(int argc, char **argv)
     case 'e': try.encoder = optarg; break;
     case 'w': try.watch = true; break;
     case 'h': fputs(usage, stdout); return 0;
-    case 'V': printf("lumberjit %s\n", LUMBERJIT_VERSION); return 0;
+    case 'V': version_print(stdout); return 0;
     default: fputs(usage, stderr); return 2;
     }
   }

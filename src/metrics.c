@@ -48,6 +48,11 @@ static const family input_families[] = {
    "Pieces of overlong records cut off.", IN(truncated), ALL},
   {"lumberjit_input_dead_letter_records_total", "counter",
    "The input's records sent to the dead-letter path.", IN(dead), ALL},
+  {"lumberjit_input_messages_total", "counter",
+   "Messages made of the input's records (by its decoder).", IN(messages),
+   ALL},
+  {"lumberjit_input_empty_records_total", "counter",
+   "Records the decoder made no message of.", IN(empty), ALL},
   {"lumberjit_syslog_connections_total", "counter",
    "Connections accepted.", IN(connections), SYSLOG},
   {"lumberjit_syslog_refused_connections_total", "counter",
@@ -62,6 +67,8 @@ static const family input_families[] = {
 };
 
 static const family output_families[] = {
+  {"lumberjit_output_matched_messages_total", "counter",
+   "Messages the output's matcher took.", OUT(matched), ALL},
   {"lumberjit_output_delivered_records_total", "counter",
    "Records written (the kernel took them) or acknowledged by the broker.",
    OUT(delivered), ALL},
@@ -198,6 +205,10 @@ bool metrics_format(buf *b, const pipeline_stats *st)
                    "Records sent to the dead-letter path.", st->dead_letters) &&
          put_total(b, "lumberjit_dead_letter_written_records_total", "counter",
                    "Dead-letter records written.", st->dead_letters_written) &&
+         put_total(b, "lumberjit_dead_letter_refused_records_total", "counter",
+                   "Dead-letter records refused: the path was full "
+                   "(dead_letter_max_bytes, dead_letter_keep).",
+                   st->dead_letters_refused) &&
          put_total(b, "lumberjit_lost_records_total", "counter",
                    "Records neither written nor dead-lettered (the run "
                    "exits with status 1).", st->dead_letters_lost) &&

@@ -270,6 +270,7 @@ static int cut_torn(output_sink *o)
     return -1;
   o->head = o->boundary;
   o->bytes_written -= torn;
+  o->file_bytes -= torn;
   return 0;
 }
 
@@ -367,14 +368,120 @@ static void hold_for_space(output_sink *o, int err)
   uv_timer_start(&o->retry, on_retry, o->backoff_ms, 0);
 }
 
+static int sync_file(output_sink *o);
+
+/* ---- the size cap (output.h) ---- */
+
+void output_cap_size(output_sink *o, uint64_t max_bytes, unsigned keep)
+{
+  struct stat st;
+
+  if (!o->path || !o->truncatable) return;
+  o->max_file_bytes = max_bytes;
+  o->keep_files = keep;
+  o->file_bytes = fstat(o->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Where this write ends: after the whole records that fit under the cap
+ * (the rest of one begun, or one alone in an empty file, always fits).
+ * head itself: the file is full. */
+static size_t write_end(const output_sink *o)
+{
+  uint64_t room = o->max_file_bytes > o->file_bytes
+                      ? o->max_file_bytes - o->file_bytes : 0;
+  size_t end = o->head;
+
+  if (!o->max_file_bytes) return o->committed;
+  for (size_t i = o->rec_head; i < o->nrecs; i++) {
+    if (o->recs[i].end - o->head > room &&
+        !(i == o->rec_head && (o->head > o->boundary || o->file_bytes == 0)))
+      break;
+    end = o->recs[i].end;
+  }
+  return end;
+}
+
+static void rotated_name(char *name, size_t len, const char *path,
+                         unsigned k)
+{
+  snprintf(name, len, "%s.%u", path, k);
+}
+
+/* PATH.k-1 to PATH.k, ..., PATH to PATH.1, and a new PATH; -1 with nothing
+ * renamed when PATH.keep_files is there (or cannot be made). */
+static int rotate(output_sink *o)
+{
+  size_t len = strlen(o->path) + 16;
+  char *from = malloc(len), *to = malloc(len);
+  int fd = -1;
+
+  if (!from || !to) goto done;
+  rotated_name(to, len, o->path, o->keep_files);
+  if (o->keep_files == 0 || access(to, F_OK) == 0) goto done;
+  for (unsigned k = o->keep_files; k > 1; k--) {
+    rotated_name(from, len, o->path, k - 1);
+    rotated_name(to, len, o->path, k);
+    if (rename(from, to) != 0 && errno != ENOENT) goto done;
+  }
+  rotated_name(to, len, o->path, 1);
+  sync_file(o);
+  if (rename(o->path, to) != 0 || (fd = open_path(o->path)) < 0) goto done;
+  set_blocking(fd, true);
+  close(o->fd);
+  o->fd = fd;
+  o->file_bytes = 0;
+  log_msg("%s: %s reached %llu bytes: rotated to %s", o->name, o->path,
+          (unsigned long long)o->max_file_bytes, to);
+done:
+  free(from);
+  free(to);
+  return fd < 0 ? -1 : 0;
+}
+
+/* The file and its rotated files are full: every queued record fails. */
+static void refuse_queue(output_sink *o)
+{
+  uint64_t now = uv_now(o->loop);
+  char reason[256];
+  size_t start = o->boundary;
+
+  snprintf(reason, sizeof reason, "%s is full: %llu bytes in it and %u "
+           "rotated files (dead_letter_max_bytes, dead_letter_keep)", o->path,
+           (unsigned long long)o->max_file_bytes, o->keep_files);
+  while (o->rec_head < o->nrecs) {
+    output_record r = o->recs[o->rec_head++];
+    fail_record(o, &r, o->pending.data + start, r.end - start, reason);
+    checkpoint_unref(r.ack);
+    start = o->boundary = o->head = r.end;
+    o->records_refused++;
+  }
+  if (o->refused_logged == 0 || now - o->refused_logged_ms >= 10000) {
+    log_msg("%s: %s; %llu records refused so far, counted as failed", o->name,
+            reason, (unsigned long long)o->records_refused);
+    o->refused_logged = o->records_refused;
+    o->refused_logged_ms = now;
+  }
+}
+
 static void write_queue(output_sink *o)
 {
   while (o->head < o->committed) {
-    ssize_t n = write(o->fd, o->pending.data + o->head, o->committed - o->head);
-    int err = errno;
+    size_t end = write_end(o);
+    ssize_t n;
+    int err;
+    if (end == o->head) {
+      if (rotate(o) != 0) {
+        refuse_queue(o);
+        return;
+      }
+      continue;
+    }
+    n = write(o->fd, o->pending.data + o->head, end - o->head);
+    err = errno;
     if (n > 0) {
       o->head += (size_t)n;
       o->bytes_written += (uint64_t)n;
+      o->file_bytes += (uint64_t)n;
       ack(o);
       continue;
     }
@@ -661,6 +768,7 @@ int output_reopen(output_sink *o)
   rc = sync_file(o);
   close(o->fd);
   o->fd = fd;
+  o->file_bytes = (uint64_t)st.st_size;
   output_flush(o);
   return rc;
 }

@@ -25,6 +25,15 @@
  * A record of kind dead letter is counted apart, so one sink can carry both
  * an output's records and the dead-letter path.
  *
+ * A size cap (output_cap_size, the dead-letter file's): a file that holds
+ * max_file_bytes is rotated between two records, as logrotate's size rule
+ * does: PATH.1 becomes PATH.2 and so on up to PATH.keep_files, PATH becomes
+ * PATH.1 and a new PATH is opened. A record never spans two files. Nothing
+ * is deleted: once PATH.keep_files exists and PATH is full, the queued
+ * records are refused (they go to the failed callback, the cap as the
+ * reason), logged once and then at most every 10 s with the count, until a
+ * flush finds room again (the rotated files moved away).
+ *
  * A sink with a transport (output_transport: Kafka) writes no fd: the
  * transport takes records off the front of the queue and settles each one
  * later, in any order, as delivered or failed. Backpressure, adoption from
@@ -145,6 +154,12 @@ struct output_sink {
   const output_transport *tx; /* NULL: writes fd */
   void *tx_state;         /* the transport's */
 
+  uint64_t max_file_bytes; /* the size cap; 0: none */
+  unsigned keep_files;    /* rotated files kept under the cap */
+  uint64_t file_bytes;    /* in the file written now */
+  uint64_t records_refused; /* over the cap */
+  uint64_t refused_logged_ms, refused_logged; /* when, and how many, last */
+
   uint64_t records_written, dead_letters_written, bytes_written;
   latency_hist latency;   /* from read_us to written or delivered */
   uint64_t records_lost;  /* a collector ran out of memory for them */
@@ -177,6 +192,9 @@ void output_commit(output_sink *o, const msg_origin *from, bool dead_letter);
  * output_record). */
 void output_commit_routed(output_sink *o, const msg_origin *from,
                           uint32_t head);
+/* Caps a file sink's file at max_bytes, rotating it through keep rotated
+ * files (see above). */
+void output_cap_size(output_sink *o, uint64_t max_bytes, unsigned keep);
 /* Sets the high-water mark (see output_full); the low-water mark is a
  * quarter of it. Neither goes below twice flush_bytes. */
 void output_set_high_water(output_sink *o, size_t bytes);

@@ -244,9 +244,12 @@ static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
   pi->overlong += c->overlong;
   pi->truncated += c->truncated;
   pi->dead += c->dead;
+  pi->messages += c->messages;
+  pi->empty += c->empty;
   pl->unrouted += c->unrouted;
   pl->routed_dead_letters += job->dead_letters;
   for (size_t i = 0; i < pl->noutputs; i++) {
+    pl->outputs[i].encoded.matched += c->outputs[i].matched;
     pl->outputs[i].encoded.failed += c->outputs[i].failed;
     pl->outputs[i].encoded.skipped += c->outputs[i].skipped;
   }
@@ -496,19 +499,23 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   st->ninputs = pl->ninputs;
   for (size_t i = 0; i < pl->ninputs; i++) {
     const pl_input *pi = &pl->inputs[i];
-    st->inputs[i] = (pipeline_input_stats){pi->name, pi->records,
-                                           pi->overlong, pi->truncated,
-                                           pi->dead, .kind = NULL};
+    st->inputs[i] = (pipeline_input_stats){
+      .name = pi->name, .records = pi->records, .overlong = pi->overlong,
+      .truncated = pi->truncated, .dead = pi->dead, .messages = pi->messages,
+      .empty = pi->empty};
     if (pi->kind->stats) pi->kind->stats((pl_input *)pi, &st->inputs[i]);
   }
   st->noutputs = pl->noutputs;
   for (size_t i = 0; i < pl->noutputs; i++) {
     const pl_output *o = &pl->outputs[i];
     st->outputs[i] = (pipeline_output_stats){
-      o->name, o->sink.records_written, o->write_failed + o->encoded.failed,
-      o->encoded.skipped, o->sink.nrecs - o->sink.rec_head,
-      output_queued(&o->sink), o->sink.tx != NULL, {0}, o->sink.latency.count,
-      {0}};
+      .name = o->name, .matched = o->encoded.matched,
+      .delivered = o->sink.records_written,
+      .failed = o->write_failed + o->encoded.failed,
+      .skipped = o->encoded.skipped,
+      .queued_records = o->sink.nrecs - o->sink.rec_head,
+      .queued_bytes = output_queued(&o->sink), .has_tx = o->sink.tx != NULL,
+      .timed = o->sink.latency.count};
     latency_report(&o->sink.latency, st->outputs[i].latency_ms);
     if (o->sink.tx) o->sink.tx->stats(&o->sink, &st->outputs[i].tx);
     lost += o->sink.records_lost;
@@ -516,6 +523,7 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;
   st->dead_letters = pl->dl.count + pl->routed_dead_letters;
   st->dead_letters_written = dead_letter_written(&pl->dl);
+  st->dead_letters_refused = pl->dl.owns_sink ? pl->dl.own.records_refused : 0;
   st->dead_letters_lost = lost;
   st->unrouted = pl->unrouted;
   st->paused = pl->paused;
@@ -560,8 +568,9 @@ static void log_summary(pipeline *pl)
     const pipeline_input_stats *in = &st->inputs[i];
     log_msg("input '%s': %" PRIu64 " records (%" PRIu64 " longer than "
             "max_line, %" PRIu64 " pieces truncated), %" PRIu64 " dead-letter "
-            "records", in->name, in->records, in->overlong, in->truncated,
-            in->dead);
+            "records; %" PRIu64 " messages made of them, %" PRIu64 " records "
+            "made none", in->name, in->records, in->overlong, in->truncated,
+            in->dead, in->messages, in->empty);
     if (in->kind && strcmp(in->kind, "syslog") == 0)
       log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
               "max_connections, %" PRIu64 " closed idle), %" PRIu64
@@ -573,8 +582,10 @@ static void log_summary(pipeline *pl)
     output_sink *o = &pl->outputs[i].sink;
     char more[512] = "";
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
-            " skipped", st->outputs[i].name, st->outputs[i].delivered,
-            st->outputs[i].failed, st->outputs[i].skipped);
+            " skipped, %" PRIu64 " queued, of %" PRIu64 " messages matched",
+            st->outputs[i].name, st->outputs[i].delivered,
+            st->outputs[i].failed, st->outputs[i].skipped,
+            st->outputs[i].queued_records, st->outputs[i].matched);
     if (st->outputs[i].timed) {
       const double *ms = st->outputs[i].latency_ms;
       log_msg("output '%s': latency from read to acknowledged p50 %.1f ms, p95 "
@@ -589,6 +600,11 @@ static void log_summary(pipeline *pl)
           "inputs paused %" PRIu64 " times for %" PRIu64 " ms",
           st->dead_letters, st->dead_letters_written, st->dead_letters_lost,
           st->unrouted, st->pauses, st->paused_ms);
+  if (st->dead_letters_refused)
+    log_msg("%" PRIu64 " dead-letter records could not be written because "
+            "the dead-letter path was full (dead_letter_max_bytes %" PRIu64
+            ", dead_letter_keep %u)", st->dead_letters_refused,
+            pl->dl.own.max_file_bytes, pl->dl.own.keep_files);
   run_stats_total(&pl->stats, st);
 }
 

@@ -22,6 +22,10 @@ typedef struct pipeline pipeline;
 typedef struct {
   const char *name;
   uint64_t records, overlong, truncated, dead;
+  /* Messages its decoder made of its records (without a decoder, one a
+   * record), and the records it made none of: records = records that
+   * made messages + empty + dead. */
+  uint64_t messages, empty;
   /* A syslog_input's (kind "syslog"): connections accepted, refused over
    * max_connections, closed idle; frames that were no syslog frames;
    * datagrams the kernel dropped while the socket was not read. */
@@ -31,6 +35,9 @@ typedef struct {
 
 typedef struct {
   const char *name;
+  /* Every message its matcher took is delivered, failed, skipped or still
+   * queued: matched = delivered + failed + skipped + queued_records. */
+  uint64_t matched;
   uint64_t delivered;     /* written: the kernel took every byte */
   uint64_t failed;        /* dead-lettered: encoder or write failures */
   uint64_t skipped;       /* the encoder chose not to write them */
@@ -49,6 +56,7 @@ typedef struct {
   pipeline_output_stats *outputs;
   uint64_t dead_letters, dead_letters_written;
   uint64_t dead_letters_lost; /* records neither written nor dead-lettered */
+  uint64_t dead_letters_refused; /* of those: over dead_letter_max_bytes */
   uint64_t unrouted;      /* messages no output matched */
   bool paused;            /* the inputs are held now */
   uint64_t pauses, paused_ms;

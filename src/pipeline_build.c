@@ -445,6 +445,9 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
     snprintf(err, errlen, "%s: dead-letter path: %s", pl->cfg->file, why);
     return -1;
   }
+  if (pl->dl.owns_sink && pl->cfg->dead_letter_max_bytes)
+    output_cap_size(&pl->dl.own, pl->cfg->dead_letter_max_bytes,
+                    pl->cfg->dead_letter_keep);
   return 0;
 }
 

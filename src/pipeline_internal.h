@@ -33,7 +33,8 @@ typedef struct {
   char *label;               /* "output 'name'", for log lines */
   output_sink sink;
   uint64_t write_failed;     /* records the sink could not write */
-  router_output_counts encoded; /* the encoder's failed and skipped */
+  router_output_counts encoded; /* matched, and the encoder's failed and
+                                   skipped */
 } pl_output;
 
 typedef struct pl_input pl_input;
@@ -100,6 +101,7 @@ struct pl_input {
   bool done;                 /* read all it will; jobs came back */
   /* Counted by the jobs that came back. */
   uint64_t records, overlong, truncated, dead;
+  uint64_t messages, empty;  /* made of its records; records that made none */
 };
 
 /* The pipeline keeps its own copies of the config's names and settings

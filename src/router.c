@@ -202,6 +202,7 @@ static void route(router *r)
       r->matched[i] = true;
       r->chosen[k++] = m;
     }
+    r->counts->outputs[out].matched += k;
     if (k) deliver(r, out, k);
   }
   for (uint32_t i = 0; i < n; i++) r->counts->unrouted += !r->matched[i];
@@ -249,6 +250,8 @@ static void decoded(void *ud, size_t i, const sandbox_result *res)
                       &r->waiting[i]);
     return;
   }
+  r->counts->messages += r->batch.len - r->decoded;
+  r->counts->empty += r->batch.len == r->decoded;
   for (uint32_t k = r->decoded; k < r->batch.len; k++)
     add_origin(ri, &r->batch.msgs[k]);
   r->decoded = r->batch.len;
@@ -307,6 +310,8 @@ void router_record(router *r, router_input *ri, const msg_origin *o,
   if (!msg_batch_push(&r->batch, &r->plain)) {
     c->dead++;
     dead_letter_write(r->dl, "input", ri->name, "out of memory", o);
+  } else {
+    c->messages++;
   }
 }
 

@@ -67,6 +67,7 @@ typedef struct {
 } router_input;
 
 typedef struct {
+  uint64_t matched;          /* messages its matcher took */
   uint64_t failed, skipped;  /* by the encoder */
 } router_output_counts;
 
@@ -76,6 +77,8 @@ typedef struct {
 typedef struct {
   uint64_t records, overlong; /* of the input; overlong: lines cut */
   uint64_t dead;             /* the input's records dead-lettered */
+  uint64_t messages;         /* made of its records (by its decoder) */
+  uint64_t empty;            /* records its decoder made no message of */
   uint64_t truncated;        /* pieces of long lines dropped (truncate) */
   uint64_t unrouted;         /* messages no output matched */
   router_output_counts *outputs; /* one per output */

@@ -4,11 +4,14 @@
 #include "run_stats.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <sys/resource.h>
 
 #include <uv.h>
 
 #include "log.h"
+
+#define RUN_STATS_PER_MILLION_MIN 100000
 
 /* CPU seconds the process used, and its peak RSS in MiB; -1 CPU when
  * getrusage fails. */
@@ -67,14 +70,19 @@ void run_stats_total(const run_stats *rs, const pipeline_stats *st)
 {
   double secs = (double)(uv_hrtime() - rs->started_ns) / 1e9, peak, cpu;
   uint64_t read, delivered, queued;
+  char per_million[64] = "";
 
   totals(st, &read, &delivered, &queued);
   cpu = cpu_seconds(&peak);
   if (cpu < 0) return;
   if (secs <= 0) secs = 1e-9;
+  /* Below RUN_STATS_PER_MILLION_MIN records the start's cost is most of
+   * the CPU time, and a figure per million records would mislead. */
+  if (read >= RUN_STATS_PER_MILLION_MIN)
+    snprintf(per_million, sizeof per_million, " (%.2f s per million records "
+             "read)", cpu * 1e6 / (double)read);
   log_msg("run: %.2f s; %" PRIu64 " records read (%.0f/s), %" PRIu64
-          " delivered (%.0f/s); CPU %.2f s (%.2f s per million records "
-          "read); peak RSS %.1f MiB", secs, read, (double)read / secs,
-          delivered, (double)delivered / secs, cpu,
-          read ? cpu * 1e6 / (double)read : 0.0, peak);
+          " delivered (%.0f/s); CPU %.2f s%s; peak RSS %.1f MiB", secs, read,
+          (double)read / secs, delivered, (double)delivered / secs, cpu,
+          per_million, peak);
 }

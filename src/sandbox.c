@@ -73,18 +73,25 @@ static uint64_t monotonic_ms(void)
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* file:line of the innermost Lua function at or above `level`. */
+/* file:line of the innermost function of the plugin's (or of a module it
+ * loaded) at or above `level`. C functions and the sandbox's own chunks
+ * (sandbox_push_trusted's, named "=...": the driver, the record reader,
+ * the message view) are passed over: the plugin's line is what its
+ * author can act on. A plugin's frame that made a tail call (`return
+ * f(...)`) is gone, and with it the line. */
 static void lua_where(lua_State *L, int level, char *out, size_t outlen)
 {
   lua_Debug ar;
 
   for (; lua_getstack(L, level, &ar); level++) {
-    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+    if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 &&
+        ar.source[0] != '=') {
       snprintf(out, outlen, "%s:%d", ar.short_src, ar.currentline);
       return;
     }
   }
-  snprintf(out, outlen, "?");
+  snprintf(out, outlen, "a tail call of the plugin's (`return f(...)` "
+           "keeps no line)");
 }
 
 static void arm_hook(sandbox *sb, int count)
@@ -145,7 +152,8 @@ void sandbox_hook(lua_State *L, lua_Debug *ar)
       return;
     limit = limit_due(sb, SANDBOX_HOOK_STEP);
     if (limit == SANDBOX_LIMIT_NONE) return;
-    if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+    if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0 &&
+        ar->source[0] != '=')
       snprintf(where, sizeof where, "%s:%d", ar->short_src, ar->currentline);
     else
       lua_where(L, 0, where, sizeof where);
@@ -495,10 +503,11 @@ static void recover(sandbox *sb, const sandbox_result *res)
     return;
   }
   sb->stats.restarts++;
-  log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; state rebuilt "
-           "(failure %" PRIu32 " of %" PRIu64 " allowed in a row)", sb->name,
-           sb->filename, entry_name(sb), res->reason, origin,
-           sb->failures_in_row, sb->limits.max_failures);
+  if (!sb->limits.quiet_rebuilds)
+    log_line(sb, "sandbox \"%s\" (%s) %s: %s; %s; state rebuilt "
+             "(failure %" PRIu32 " of %" PRIu64 " allowed in a row)",
+             sb->name, sb->filename, entry_name(sb), res->reason, origin,
+             sb->failures_in_row, sb->limits.max_failures);
 }
 
 /* Fails the call that just ended: reports it, then rebuilds or stops. */

@@ -58,6 +58,9 @@ typedef struct {
   uint64_t max_failures;      /* failed calls in a row before the plugin stops */
   uint64_t restart_after_ms;  /* first wait before a stopped plugin restarts;
                                  doubles at each stop, up to 60 s */
+  bool quiet_rebuilds;        /* a failed call whose state was rebuilt is
+                                 not logged: the caller shows each failure
+                                 with its record (--try) */
 } sandbox_limits;
 
 /* The defaults: no instruction limit, 100 ms, 8 MiB, 64 KiB out, 64 KiB

@@ -215,8 +215,14 @@ static void add_field(lua_State *L, sandbox *sb, msg *m, const char *name,
   array = lua_type(L, val) == LUA_TTABLE && !sandbox_is_span(L, sb, val);
   if (array) {
     count = (uint32_t)lua_objlen(L, val);
-    if (count == 0)
-      luaL_error(L, "inject_message: field '%s' is an empty array", name);
+    if (count == 0) {
+      lua_pushnil(L);
+      luaL_error(L, lua_next(L, val)
+                 ? "inject_message: field '%s' is a table with named keys: "
+                   "a field's value is a string, number, boolean, array or "
+                   "{value = ..., value_type = ...}"
+                 : "inject_message: field '%s' is an empty array", name);
+    }
     lua_rawgeti(L, val, 1);
     if (!typed) type = value_type_of(L, sb, -1, name);
     lua_pop(L, 1);

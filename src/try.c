@@ -244,6 +244,7 @@ static sandbox *load_plugin(trial *t, const config *cfg, const char *name,
   }
   copy = *p;
   copy.limits.max_failures = TRY_MAX_FAILURES;
+  copy.limits.quiet_rebuilds = true; /* each failure shows under its line */
   sb = pipeline_plugin_sandbox(cfg, &copy, wd, on_sandbox_log, t, err,
                                sizeof err);
   if (!sb) fprintf(stderr, "lumberjit: %s\n", err);

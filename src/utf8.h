@@ -31,4 +31,29 @@ static inline size_t utf8_sequence_len(const unsigned char *s, size_t avail)
   return n;
 }
 
+/* The bytes at s that one U+FFFD replaces, where utf8_sequence_len found
+ * no valid sequence: the start of a sequence cut short (a lead byte and the
+ * continuation bytes that could follow it), or else one byte. This is
+ * Unicode's "maximal subpart" practice, which Rust's from_utf8_lossy (so
+ * Vector), Python and browsers follow. */
+static inline size_t utf8_invalid_len(const unsigned char *s, size_t avail)
+{
+  unsigned char lo = 0x80, hi = 0xBF;
+  size_t n, i = 1;
+
+  if (s[0] >= 0xC2 && s[0] <= 0xDF) n = 2;
+  else if (s[0] >= 0xE0 && s[0] <= 0xEF) n = 3;
+  else if (s[0] >= 0xF0 && s[0] <= 0xF4) n = 4;
+  else return 1;
+  if (s[0] == 0xE0) lo = 0xA0;      /* no overlong form */
+  else if (s[0] == 0xED) hi = 0x9F; /* no surrogate */
+  else if (s[0] == 0xF0) lo = 0x90; /* no overlong form */
+  else if (s[0] == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
+  if (i < avail && s[i] >= lo && s[i] <= hi) {
+    i++;
+    while (i < n && i < avail && (s[i] & 0xC0) == 0x80) i++;
+  }
+  return i;
+}
+
 #endif

@@ -6,14 +6,15 @@
 --
 -- Headers: @timestamp (Timestamp, ISO 8601 UTC with milliseconds), @version
 -- ("1", always), message (Payload), host (Hostname), type (Type), logger
--- (Logger), severity (Severity), pid (Pid); absent headers are left out, and
+-- (Logger), severity (Severity), pid (Pid); absent headers are left out (but
+-- message is always there: "" for an empty Payload, an empty line), and
 -- Uuid and EnvVersion are not written. Every field follows as a top-level
 -- key, arrays as JSON arrays. A field named like one of those keys is written
 -- as "fields.NAME" so it cannot clobber the header (a field "message"
 -- becomes "fields.message"). Fields repeated under one name are written
 -- once per value, as repeated keys.
 -- Strings are escaped by json_string (always valid JSON, invalid UTF-8
--- bytes as \u00XX); numbers that are integers print without ".0", NaN and
+-- bytes as U+FFFD); numbers that are integers print without ".0", NaN and
 -- infinities as null. No settings.
 --
 -- The object is written by the sandbox's inject_message_json, in C

@@ -114,6 +114,17 @@ end
     assert.matches("field 'g' is an empty array", r.dead[1].reason)
   end)
 
+  -- Before: "field 'deep' is an empty array", for a table that is not.
+  it("names a field's table of named keys as such", function()
+    local r = decode([[
+function process_message(line)
+  inject_message({Payload = line, Fields = {deep = {a = 1, b = {c = 2}}}})
+end
+]], "a\n")
+    assert.are.same({}, r.out)
+    assert.matches("field 'deep' is a table with named keys", r.dead[1].reason)
+  end)
+
   it("leaves no half-built message behind when a conversion fails", function()
     local r = decode([[
 function process_message(line)

@@ -381,6 +381,35 @@ end
     assert.are.equal("d: 6 lines, 2 messages, 0 rejected, 4 failed", summary(r.stderr))
   end)
 
+  -- Before: each failure also came as a log line on stderr, with the
+  -- run's internals ("failure 2 of 1000000000 allowed in a row").
+  it("prints a failure once, under its line", function()
+    local r = try_files({["config.lua"] = echo_config, ["d.lua"] = failing_decoder,
+                         ["s.txt"] = "boom\nboom\n"},
+      "-c config.lua --try d s.txt")
+    assert.are.equal(1, r.status)
+    assert.is_nil(r.stderr:find("boom", 1, true), r.stderr)
+    assert.is_nil(r.stderr:find("allowed in a row", 1, true), r.stderr)
+    assert.are.equal(2, select(2, r.stdout:gsub("boom goes the decoder", "")))
+  end)
+
+  -- Before: "at driver:29", the sandbox's own code, for a runaway
+  -- pattern in `return string.find(...)`.
+  it("names the plugin's line where a limit stops it, never the sandbox's own code", function()
+    local r = try_files({["config.lua"] = echo_config, ["d.lua"] = [[
+local s = string.rep("a", 40)
+function process_message(line)
+  if line == "tail" then return string.find(s, string.rep("a-", 40) .. "b") end
+  local found = string.find(s, string.rep("a-", 40) .. "b")
+  return found and 0 or -1
+end
+]], ["s.txt"] = "call\ntail\n"}, "-c config.lua --try d s.txt")
+    local lines = run.lines(r.stdout)
+    assert.matches("^s%.txt:1: failed: cpu limit exceeded: .*, at %./d%.lua:4$", lines[1])
+    assert.matches("^s%.txt:2: failed: cpu limit exceeded: .*, at a tail call of the plugin's", lines[2])
+    assert.is_nil(r.stdout:find("driver", 1, true))
+  end)
+
   it("stops a loop with the default CPU limit", function()
     local r = try_files({["config.lua"] = echo_config, ["d.lua"] = failing_decoder,
                          ["s.txt"] = "loop\nafter\n"},

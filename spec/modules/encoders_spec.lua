@@ -26,10 +26,10 @@ describe("json encoder", function()
       .. '"syslogfacility":5,"syslogtag":"jls:"}', text)
   end)
 
-  it("writes logger and pid, and leaves out absent headers", function()
+  it("writes logger and pid, leaves out absent headers, and always writes message", function()
     local _, object = encode({ Logger = "input.tcp", Pid = 1234, Payload = "x" })
     assert.same({ ["@version"] = "1", logger = "input.tcp", pid = 1234, message = "x" }, object)
-    assert.same({ ["@version"] = "1" }, select(2, encode({})))
+    assert.same({ ["@version"] = "1", message = "" }, select(2, encode({})))
   end)
 
   it("prefixes fields named like a header key instead of clobbering it", function()
@@ -60,7 +60,7 @@ describe("json encoder", function()
   it("always writes valid JSON, whatever the bytes", function()
     local payload = 'quote " backslash \\ newline \n tab \t nul \0 utf8 日志 bad \255'
     local text, object = encode({ Payload = payload, Fields = { ["we\"ird"] = "\1" } })
-    assert.equal(payload:gsub("\255", "\195\191"), object.message)
+    assert.equal(payload:gsub("\255", "\239\191\189"), object.message) -- U+FFFD
     assert.equal("\1", object['we"ird'])
     assert.matches('"we\\"ird":"\\u0001"', text, 1, true)
   end)

@@ -27,13 +27,17 @@ describe("json_string.escape", function()
     end
   end)
 
-  it("escapes bytes of invalid UTF-8 as \\u00XX, so the output is valid JSON", function()
-    assert.equal([[bad\u00ff\u00fex]], json_string.escape("bad\255\254x"))
-    assert.equal([[\u00c3(]], json_string.escape("\195("))                 -- truncated sequence
-    assert.equal([[\u00ed\u00a0\u0080]], json_string.escape("\237\160\128"))  -- a surrogate
-    assert.equal([[\u00c0\u00af]], json_string.escape("\192\175"))           -- overlong
-    assert.equal("ok é \\u00ff", json_string.escape("ok é \255"))
-    assert.equal("bad\255x", (round_trip("bad\255x"):gsub("\195\191", "\255")))
+  it("replaces bytes that are not UTF-8 with U+FFFD, one for each maximal subpart", function()
+    local R = "\239\191\189" -- U+FFFD
+    assert.equal("bad" .. R .. R .. "x", json_string.escape("bad\255\254x"))
+    assert.equal(R .. "(", json_string.escape("\195("))                  -- a sequence cut short
+    assert.equal(R .. "x", json_string.escape("\226\130x"))             -- two of three bytes
+    assert.equal(R .. "x", json_string.escape("\240\159\152x"))        -- three of four
+    assert.equal(R .. R .. R, json_string.escape("\237\160\128"))       -- a surrogate
+    assert.equal(R .. R, json_string.escape("\192\175"))                 -- overlong
+    assert.equal(R .. R .. R .. R, json_string.escape("\244\144\128\128")) -- above U+10FFFF
+    assert.equal("ok é " .. R, json_string.escape("ok é \255"))
+    assert.equal("bad" .. R .. "x", round_trip("bad\255x"))
   end)
 end)
 
