@@ -15,7 +15,8 @@
  *
  * Delivery: an output counts a record delivered when the kernel took all
  * of its bytes. While any output (or the dead-letter path) holds more than
- * its share of memory_budget, every input is paused. An output that fails for
+ * its share of memory_budget, or the records at the workers take their
+ * quarter of it (bytes_at_workers), every input is paused. An output that fails for
  * good hands its records to the dead-letter path and stops the run with
  * exit status 1; so does a dead letter that cannot be written.
  *
@@ -151,12 +152,20 @@ static void hold_or_go(pipeline *pl, pl_source *src)
   else input_resume(&src->in);
 }
 
-/* Holds every input while any output is full, lets them go below its
- * low-water mark. Each sink's high-water mark is its share of
+/* What a job's records take while it is at a worker. */
+static uint64_t job_weight(const work_job *job)
+{
+  return job->bytes.len + job->nrecs * sizeof *job->recs;
+}
+
+/* Holds every input while any output is full, or the workers hold their
+ * share of memory_budget; lets them go below the sinks' low-water mark
+ * and under that share. Each sink's high-water mark is its share of
  * memory_budget (see share_budget). */
 static void apply_backpressure(pipeline *pl)
 {
-  bool full = any_sink(pl, output_full);
+  bool full = any_sink(pl, output_full) ||
+              pl->bytes_at_workers >= pl->workers_budget;
 
   if (full == pl->paused) return;
   pl->paused = full;
@@ -200,8 +209,10 @@ static void on_chunk_done(void *ud, input *in)
   src->ticket = NULL;
   src->in_flight++;
   if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
+  pl->bytes_at_workers += job_weight(job);
   worker_queue(src->w, job);
-  hold_or_go(pl, src);
+  if (pl->bytes_at_workers >= pl->workers_budget) apply_backpressure(pl);
+  else hold_or_go(pl, src);
 }
 
 void pipeline_source_chunk_done(pl_source *src)
@@ -261,6 +272,7 @@ static void adopt(pipeline *pl, work_job *job)
   pl_source *src = job->source;
 
   add_counts(pl, src->owner, job);
+  pl->bytes_at_workers -= job_weight(job);
   for (size_t i = 0; i < pl->noutputs; i++)
     output_adopt(&pl->outputs[i].sink, &job->out[i]);
   if (pl->dl.owns_sink) output_adopt(&pl->dl.own, &job->out[pl->noutputs]);

@@ -81,6 +81,15 @@ int pipeline_check(const config *cfg, char *err, size_t errlen);
  * encoder has a CPU or instruction limit (*wd stays NULL otherwise). */
 int pipeline_start_watchdog(const config *cfg, sandbox_watchdog **wd,
                             char *err, size_t errlen);
+/* The most output one decoder or encoder call may make: what a call makes
+ * is held in memory until it ends (a decoder's messages, then their
+ * encoded records, at once, several times the bytes counted), so a call
+ * gets a 32nd of memory_budget, but never less than
+ * PIPELINE_CALL_OUTPUT_FLOOR (the default output_limit). A plugin's
+ * output_limit above it is held to it: a call past it fails, and its
+ * record is dead-lettered. */
+#define PIPELINE_CALL_OUTPUT_FLOOR (64u << 10)
+uint64_t pipeline_call_output_max(const config *cfg);
 /* Loads a decoder's or encoder's plugin, its runtime log going to `log`;
  * NULL with "FILE:LINE: decoder 'NAME': why" in err when it does not load. */
 sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,

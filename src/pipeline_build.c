@@ -39,6 +39,13 @@ static const char *keep(pipeline *pl, const char *s)
   return pl->kept[pl->nkept++] = copy;
 }
 
+uint64_t pipeline_call_output_max(const config *cfg)
+{
+  uint64_t share = cfg->memory_budget / 32;
+
+  return share > PIPELINE_CALL_OUTPUT_FLOOR ? share : PIPELINE_CALL_OUTPUT_FLOOR;
+}
+
 sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
                                  sandbox_watchdog *wd, sandbox_log_fn log,
                                  void *log_ud, char *err, size_t errlen)
@@ -50,6 +57,12 @@ sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
     .settings = p->settings, .module_dirs = p->module_dirs,
     .limits = p->limits, .log = log, .log_ud = log_ud
   };
+  uint64_t most = pipeline_call_output_max(cfg);
+
+  /* What one call makes is held until the call ends: it must fit in the
+   * budget (pipeline.h). */
+  if (!sc.limits.output_limit || sc.limits.output_limit > most)
+    sc.limits.output_limit = most;
   char why[768];
   sandbox *sb = sandbox_create(&sc, wd, why, sizeof why);
 
@@ -339,6 +352,16 @@ static int resume_file(pl_input *pi, pl_source *src, const config *cfg,
 
 /* ---- stdin_input and file_input: one source, read to its end ---- */
 
+/* Reads of an eighth of memory_budget, from 64 KiB to 1 MiB: two of them
+ * at the worker (MAX_JOBS_IN_FLIGHT) fit in its quarter for the workers. */
+static size_t reader_buffer_size(uint64_t memory_budget)
+{
+  uint64_t size = memory_budget / 8;
+
+  return (size_t)(size < (64u << 10) ? (64u << 10)
+                  : size > (1u << 20) ? (1u << 20) : size);
+}
+
 static int build_reader(pl_input *pi, const config_plugin *p, char *err,
                         size_t errlen)
 {
@@ -348,6 +371,7 @@ static int build_reader(pl_input *pi, const config_plugin *p, char *err,
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  src->in.readbuf_size = reader_buffer_size(pi->pl->cfg->memory_budget);
   if (p->type != INPUT_FILE) return 0;
   src->in.path = keep(pi->pl, p->path);
   if (!src->in.path) {
@@ -452,13 +476,19 @@ static int build_dead_letter(pipeline *pl, char *err, size_t errlen)
 }
 
 /* What is queued for writing is bounded by memory_budget: each sink (the
- * outputs and the dead-letter file) gets an equal share as its high-water
- * mark, so the inputs pause before the queues pass the budget. */
+ * outputs and the dead-letter file) gets an equal share of three quarters
+ * of it as its high-water mark, so the inputs pause before the queues pass
+ * the budget; the records read and not yet back from the workers take the
+ * last quarter. */
 static void share_budget(pipeline *pl)
 {
   size_t sinks = pl->noutputs + (pl->dl.owns_sink ? 1 : 0);
-  size_t share = (size_t)(pl->cfg->memory_budget / (sinks ? sinks : 1));
+  uint64_t queues = pl->cfg->memory_budget - pl->cfg->memory_budget / 4;
+  size_t share = (size_t)(queues / (sinks ? sinks : 1));
 
+  /* A quarter for the records at the workers (pipeline.c), the rest for
+   * what the sinks queue. */
+  pl->workers_budget = pl->cfg->memory_budget / 4;
   for (size_t i = 0; i < pl->noutputs; i++)
     output_set_high_water(&pl->outputs[i].sink, share);
   if (pl->dl.owns_sink) output_set_high_water(&pl->dl.own, share);
@@ -506,6 +536,23 @@ static void warn_descriptor_budget(const config *cfg)
             "past it wait for a free one, connections past it are refused; "
             "raise the hard limit (ulimit -Hn, LimitNOFILE=) to take them "
             "all", want, fd_limit_current(), budget, FD_LIMIT_RESERVED);
+}
+
+/* Says which plugins' output_limit memory_budget holds lower. */
+static void warn_call_output(const config *cfg)
+{
+  uint64_t most = pipeline_call_output_max(cfg);
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    if ((p->role == PLUGIN_DECODER || p->role == PLUGIN_ENCODER) &&
+        (!p->limits.output_limit || p->limits.output_limit > most))
+      log_msg("%s '%s': a call may make at most %" PRIu64 " bytes (a 32nd "
+              "of memory_budget), not the %s of its output_limit: what a "
+              "call makes waits in memory until it ends", p->role ==
+              PLUGIN_DECODER ? "decoder" : "encoder", p->name, most,
+              p->limits.output_limit ? "more" : "no bound");
+  }
 }
 
 pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
@@ -567,6 +614,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
     return NULL;
   }
   warn_descriptor_budget(cfg);
+  warn_call_output(cfg);
   share_budget(pl);
   heap_keep(cfg->memory_budget);
   for (size_t i = 0; i < pl->noutputs; i++) pl->outputs[i].cfg = NULL;

@@ -130,6 +130,9 @@ struct pipeline {
   uv_check_t send_after;     /* loop waits and after its I/O callbacks */
   work_job *spare_jobs;
   size_t jobs_in_flight;
+  /* Bytes of the records at the workers (job_weight), and the most they
+   * may hold before the inputs pause: a quarter of memory_budget. */
+  uint64_t bytes_at_workers, workers_budget;
   uv_timer_t deadline;       /* started when stopping */
   uv_timer_t checkpoints;    /* saves them every checkpoint_interval_ms */
   uv_timer_t quiet;          /* gives freed memory back once idle (heap.h) */
