@@ -56,14 +56,10 @@ const char *sandbox_limit_name(sandbox_limit l)
 
 void sandbox_limits_default(sandbox_limits *l)
 {
-  l->instruction_limit = 0;
-  l->cpu_limit_ms = 100;
-  l->memory_limit = 8u << 20;
-  l->output_limit = 64u << 10;
-  l->input_limit = 64u << 10;
-  l->mcode_limit_kb = 2048;
-  l->max_failures = 10;
-  l->restart_after_ms = 1000;
+  *l = (sandbox_limits){.cpu_limit_ms = 100, .memory_limit = 8u << 20,
+                        .output_limit = 64u << 10, .input_limit = 64u << 10,
+                        .mcode_limit_kb = 2048, .max_failures = 10,
+                        .restart_after_ms = 1000};
 }
 
 static uint64_t monotonic_ms(void)
