@@ -6,6 +6,7 @@
 #ifndef LUMBERJIT_KAFKA_INTERNAL_H
 #define LUMBERJIT_KAFKA_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,6 +21,7 @@
 
 #define SLOTS_PER_CHUNK 1024
 #define DISK_RETRY_MS 1000
+#define REFUSALS_LOGGED 8
 
 typedef struct slot {
   output_record r;          /* origin and checkpoint reference */
@@ -61,6 +63,7 @@ typedef struct kafka_output {
   uint64_t held_bytes;      /* their payloads and keys */
   bool brokers_down;        /* librdkafka said every broker is, and no
                                record was delivered since */
+  bool stopped;             /* fail() ran: the stop deadline, or a failure */
   bool settled;             /* a poll settled records: the queue may go on */
   uint64_t now_ns;          /* uv_hrtime at the start of this send or poll:
                                one clock read for a batch, not per record */
@@ -80,6 +83,20 @@ typedef struct kafka_output {
   bool spill_logged, full_logged; /* see kafka_note_backlog */
 
   rate_cap cap;              /* max_bytes/messages_per_second */
+
+  /* What the operator is told (kafka_status.c). */
+  uv_thread_t probe;        /* asks for the topic's metadata at the start */
+  rd_kafka_topic_t *probe_rkt;
+  bool probing;             /* it was started and is not yet joined */
+  atomic_bool probed;       /* its answer is in probe_err and the counts */
+  rd_kafka_resp_err_t probe_err;
+  int probe_partitions, probe_brokers;
+  uint64_t down_ns;         /* when every broker went down; 0: they are up */
+  uint64_t back_ns;         /* when one came back, until its backlog drained */
+  uint64_t backlog;         /* the records waiting then */
+  uint64_t backlog_settled; /* delivered + rejected once they are settled */
+  char *refusals[REFUSALS_LOGGED]; /* reasons of refusals logged */
+  size_t nrefusals;
 
   uint64_t produced, delivered, from_disk, spilled, rejected;
   latency_hist latency;
@@ -134,5 +151,26 @@ void kafka_keep_held(kafka_output *k);
 void kafka_note_backlog(kafka_output *k);
 /* A line about what the disk buffer holds, after `what`. */
 void kafka_log_backlog(kafka_output *k, const char *what);
+
+/* ---- kafka_status.c: what the output tells the operator ---- */
+
+/* Asks a broker, on a thread of its own, whether rkt, the configured
+ * topic, exists (a template names its topics record by record: those are
+ * told at their first refusal); the answer is logged by
+ * kafka_status_serve: its partitions, or that it does not exist and its
+ * records will be dead-lettered. */
+void kafka_status_start(kafka_output *k, rd_kafka_topic_t *rkt);
+/* After each poll: logs the topic's answer, and the end of an outage
+ * once the records that waited through it are settled. */
+void kafka_status_serve(kafka_output *k);
+/* librdkafka said every broker is down: the first time an outage, logs
+ * how many records wait where. */
+void kafka_status_brokers_down(kafka_output *k);
+/* A record was delivered: if brokers were down, they are back. */
+void kafka_status_delivered(kafka_output *k);
+/* A record is refused with why: the first of each reason is logged. */
+void kafka_status_refused(kafka_output *k, const char *why);
+/* Joins the topic's thread (before the producer goes) and frees. */
+void kafka_status_close(kafka_output *k);
 
 #endif

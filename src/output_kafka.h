@@ -55,8 +55,15 @@
  * down, what it holds in its queues moves to an empty disk buffer
  * (kafka_keep_held), so a crash during the outage loses none of it. At the
  * stop deadline (stop_timeout_ms)
- * what librdkafka and the queue still hold goes to the disk buffer, or,
- * without one, to the dead-letter path.
+ * what librdkafka and the queue still hold goes to the disk buffer. Without
+ * one, a record whose input can read it again (a file with a state_dir
+ * checkpoint) stays unacknowledged (output_release), so the next run sends
+ * it; the rest (sockets, standard input) go to the dead-letter path.
+ *
+ * What it says (kafka_status.c): the topic's partitions at the start, or
+ * that it does not exist; the first refusal of each reason; when every
+ * broker goes down, with how many records wait where; when they are back,
+ * once the backlog drained.
  */
 #ifndef LUMBERJIT_OUTPUT_KAFKA_H
 #define LUMBERJIT_OUTPUT_KAFKA_H
@@ -74,5 +81,8 @@
 int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
                       const config_kafka *cfg, const char *buffer_dir,
                       output_events ev, char *err, size_t errlen);
+/* Builds cfg's producer without connecting and destroys it: -1 with the
+ * reason when a start could not make it (--check). */
+int output_kafka_check(const config_kafka *cfg, char *err, size_t errlen);
 
 #endif
