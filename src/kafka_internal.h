@@ -27,6 +27,7 @@ typedef struct slot {
   output_record r;          /* origin and checkpoint reference */
   uint64_t dq_id;           /* from_disk: its id in the disk buffer */
   uint64_t sent_ns;         /* uv_hrtime when produced */
+  uint64_t seq;             /* produced so many records after the first */
   bool from_disk;
   struct slot *next;        /* free list */
 } slot;
@@ -60,6 +61,8 @@ typedef struct kafka_output {
   slot *free_slots;
   slot_chunk *chunks;
   uint64_t in_flight;       /* records librdkafka holds */
+  uint64_t direct_in_flight; /* of them, those not from the disk buffer:
+                               they hold their inputs' checkpoints */
   uint64_t held_bytes;      /* their payloads and keys */
   bool brokers_down;        /* librdkafka said every broker is, and no
                                record was delivered since */
@@ -75,6 +78,13 @@ typedef struct kafka_output {
   uint64_t stash_id;
   bool stashed;
   buf spill;                /* a record being written to it */
+  uint64_t next_seq;        /* the next slot's seq */
+  bool moving;              /* kafka_keep_held is taking librdkafka's: */
+  bool moved_from_disk;     /* some were read from the disk buffer */
+  struct moved_record *moved; /* the records it gave back so far */
+  size_t nmoved, moved_cap;
+  buf moved_bytes;          /* their heads and payloads */
+  buf spill_scratch;        /* a purged record on its way to disk */
   output_record *unsynced;  /* written to it, not yet fsynced: they keep */
   size_t nunsynced, unsynced_cap; /* their checkpoint references */
   char **names;             /* input names of records read from it */
@@ -144,8 +154,8 @@ void kafka_fail_unsynced(kafka_output *k, const char *reason);
 /* A record librdkafka gave back (the stop, an outage) goes to the disk
  * buffer. */
 void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m);
-/* Every broker is down: what librdkafka holds goes to the empty disk
- * buffer, if it fits. */
+/* Every broker is down: what librdkafka holds goes to the disk buffer,
+ * in the order it was produced, if it fits; logged. */
 void kafka_keep_held(kafka_output *k);
 /* Logs the disk buffer's way back to normal: below half its cap, empty. */
 void kafka_note_backlog(kafka_output *k);

@@ -145,7 +145,7 @@ static produce_result prepare(kafka_output *k, const output_record *r,
     *why = "out of memory";
     return REJECTED;
   }
-  *s = (slot){*r, dq_id, k->now_ns, from_disk, NULL};
+  *s = (slot){*r, dq_id, k->now_ns, k->next_seq++, from_disk, NULL};
   m->payload = (void *)(bytes + r->head);
   m->len = len - r->head;
   m->key = (void *)h.key;
@@ -185,7 +185,10 @@ static void produce_batch(kafka_output *k, rd_kafka_message_t *m, size_t n)
   k->in_flight += (uint64_t)good;
   k->produced += (uint64_t)good;
   for (size_t i = 0; i < n; i++)
-    if (!m[i].err) k->held_bytes += m[i].len + m[i].key_len;
+    if (!m[i].err) {
+      k->held_bytes += m[i].len + m[i].key_len;
+      if (!((slot *)m[i]._private)->from_disk) k->direct_in_flight++;
+    }
 }
 
 /* Why librdkafka refused m: *why says for REJECTED and FATAL. */
@@ -312,6 +315,10 @@ static void send_records(output_sink *o)
     produce_result pr;
     if (!r) break;
     if (k->dq && kafka_disk_backlog(k)) {
+      if (k->direct_in_flight > 0) { /* see below */
+        blocked = true;
+        continue;
+      }
       blocked = !kafka_spill_front(k, r, bytes, len);
       if (o->state == OUTPUT_FAILED) return;
       continue;
@@ -321,6 +328,16 @@ static void send_records(output_sink *o)
     if (pr == PRODUCED) continue;
     r = output_front(o, &bytes, &len);
     if (pr == QUEUE_FULL && k->dq) {
+      /* Records start going to disk. None may while librdkafka holds a
+       * record that is not on disk: it would hold its input's checkpoint
+       * behind them, and, moved to disk in an outage, go behind them. So
+       * the queue waits for librdkafka's reports, or for an outage, which
+       * moves its records to disk (serve). */
+      if (k->direct_in_flight > 0) {
+        blocked = true;
+        continue;
+      }
+      r = output_front(o, &bytes, &len);
       blocked = !kafka_spill_front(k, r, bytes, len);
       if (o->state == OUTPUT_FAILED) return;
     } else if (pr == REJECTED) {
@@ -358,6 +375,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   (void)rk;
 
   k->in_flight--;
+  if (!s->from_disk) k->direct_in_flight--;
   k->held_bytes -= m->len + m->key_len;
   k->settled = true;
   if (!m->err) {
@@ -437,7 +455,8 @@ static void serve(kafka_output *k)
   for (int i = 0; i < POLL_BURST && rdk.rd_kafka_poll(k->rk, 0) > 0; i++)
     ;
   kafka_status_serve(k);
-  if (k->brokers_down && k->dq && k->o->state != OUTPUT_FAILED)
+  if (k->brokers_down && k->dq && k->direct_in_flight > 0 &&
+      k->o->state != OUTPUT_FAILED)
     kafka_keep_held(k);
   if (k->fatal[0] && k->o->state != OUTPUT_FAILED)
     output_fail(k->o, k->fatal);
@@ -627,6 +646,9 @@ static int close_output(output_sink *o)
   if (k->wake_fds[1] >= 0) close(k->wake_fds[1]);
   buf_free(&k->stash);
   buf_free(&k->spill);
+  buf_free(&k->spill_scratch);
+  buf_free(&k->moved_bytes);
+  free(k->moved);
   free(k->unsynced);
   free(k->names);
   free(k->topics);
