@@ -352,15 +352,18 @@ static void spill_moved(kafka_output *k)
  * acknowledge before it went away is sent again: a duplicate.
  *
  * Only when they fit with room to spare: one the disk buffer refused would
- * be dead-lettered. The number moved to disk, or 0. */
+ * be dead-lettered. Never once records went to disk behind them
+ * (direct_behind): they would go behind those. The number moved to disk,
+ * or 0. */
 static uint64_t move_held(kafka_output *k)
 {
   dq_stats_t st;
   uint64_t spilled = k->spilled, need;
 
   dq_stats(k->dq, &st);
-  need = k->held_bytes + k->in_flight * (SPILL_OVERHEAD + NAME_AND_HEAD);
-  if (k->direct_in_flight == 0 || k->nunsynced > 0 ||
+  need = k->direct_bytes +
+         k->direct_in_flight * (SPILL_OVERHEAD + NAME_AND_HEAD);
+  if (k->direct_in_flight == 0 || k->direct_behind || k->nunsynced > 0 ||
       st.bytes > k->buffer_max || need > k->buffer_max - st.bytes)
     return 0;
   k->moving = true;

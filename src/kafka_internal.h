@@ -63,6 +63,9 @@ typedef struct kafka_output {
   uint64_t in_flight;       /* records librdkafka holds */
   uint64_t direct_in_flight; /* of them, those not from the disk buffer:
                                they hold their inputs' checkpoints */
+  uint64_t direct_bytes;    /* their payloads and keys */
+  bool direct_behind;       /* records went to disk behind them (they did
+                               not fit there): they stay in librdkafka */
   uint64_t held_bytes;      /* their payloads and keys */
   bool brokers_down;        /* librdkafka said every broker is, and no
                                record was delivered since */

@@ -187,7 +187,10 @@ static void produce_batch(kafka_output *k, rd_kafka_message_t *m, size_t n)
   for (size_t i = 0; i < n; i++)
     if (!m[i].err) {
       k->held_bytes += m[i].len + m[i].key_len;
-      if (!((slot *)m[i]._private)->from_disk) k->direct_in_flight++;
+      if (!((slot *)m[i]._private)->from_disk) {
+        k->direct_in_flight++;
+        k->direct_bytes += m[i].len + m[i].key_len;
+      }
     }
 }
 
@@ -315,7 +318,7 @@ static void send_records(output_sink *o)
     produce_result pr;
     if (!r) break;
     if (k->dq && kafka_disk_backlog(k)) {
-      if (k->direct_in_flight > 0) { /* see below */
+      if (k->direct_in_flight > 0 && !k->direct_behind) { /* see below */
         blocked = true;
         continue;
       }
@@ -332,11 +335,15 @@ static void send_records(output_sink *o)
        * record that is not on disk: it would hold its input's checkpoint
        * behind them, and, moved to disk in an outage, go behind them. So
        * the queue waits for librdkafka's reports, or for an outage, which
-       * moves its records to disk (serve). */
-      if (k->direct_in_flight > 0) {
+       * moves its records to disk. Only if they do not fit there do
+       * records go to disk behind them: then they stay in librdkafka. */
+      if (k->direct_in_flight > 0 && k->brokers_down) kafka_keep_held(k);
+      if (o->state == OUTPUT_FAILED) return;
+      if (k->direct_in_flight > 0 && !k->brokers_down && !k->direct_behind) {
         blocked = true;
         continue;
       }
+      if (k->direct_in_flight > 0) k->direct_behind = true;
       r = output_front(o, &bytes, &len);
       blocked = !kafka_spill_front(k, r, bytes, len);
       if (o->state == OUTPUT_FAILED) return;
@@ -375,7 +382,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   (void)rk;
 
   k->in_flight--;
-  if (!s->from_disk) k->direct_in_flight--;
+  if (!s->from_disk) {
+    k->direct_bytes -= m->len + m->key_len;
+    if (--k->direct_in_flight == 0) k->direct_behind = false;
+  }
   k->held_bytes -= m->len + m->key_len;
   k->settled = true;
   if (!m->err) {
@@ -416,6 +426,8 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason,
   if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
     kafka_status_brokers_down(k);
     k->brokers_down = true;
+    /* A queue waiting for librdkafka's records may go to disk now. */
+    k->settled = true;
   }
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char why[sizeof k->fatal - 64];
