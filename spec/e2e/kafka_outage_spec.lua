@@ -112,7 +112,6 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
     local total, distinct, ordered = dump(b, dir, "drain")
     print(("\n# broker crash, then kill -9 with %d of %d lines checkpointed: %d duplicates"):format(
       at_kill, LINES, total - distinct))
-    if os.getenv("KAFKA_SPEC_DEBUG") then print(run.read(dir .. "/first.err"), stderr(dir)) end
     assert.is_true(reached, at_kill .. " lines checkpointed\n" .. (run.read(dir .. "/first.err") or ""))
     assert.are.equal(0, status, stderr(dir))
     assert.are.equal(LINES, distinct)
