@@ -285,7 +285,7 @@ void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
 {
   const char *topic = rdk.rd_kafka_topic_name(m->rkt);
   size_t tlen = strcmp(topic, k->topic) == 0 ? 0 : strlen(topic);
-  buf *rec = k->moving ? &k->moved_bytes : &k->spill_scratch;
+  buf *rec = k->moving ? &k->moved_bytes : &k->scratch;
   size_t off = k->moving ? rec->len : 0;
   char err[256];
   bool kept;

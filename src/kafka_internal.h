@@ -87,7 +87,8 @@ typedef struct kafka_output {
   struct moved_record *moved; /* the records it gave back so far */
   size_t nmoved, moved_cap;
   buf moved_bytes;          /* their heads and payloads */
-  buf spill_scratch;        /* a purged record on its way to disk */
+  buf scratch;              /* a record's bytes on their way to disk or
+                               to the dead-letter path */
   output_record *unsynced;  /* written to it, not yet fsynced: they keep */
   size_t nunsynced, unsynced_cap; /* their checkpoint references */
   char **names;             /* input names of records read from it */

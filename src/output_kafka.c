@@ -297,6 +297,37 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
 
 /* ---- the transport ---- */
 
+/* Whether the queue's records may go to the disk buffer now. None may
+ * while librdkafka holds a record that is not from it: that record would
+ * hold its input's checkpoint behind them, and, moved to disk in an
+ * outage, go behind them. So the queue waits for librdkafka's reports, or
+ * for every broker to be down, which moves librdkafka's records to disk
+ * first. Only if they do not fit there do records go to disk behind them;
+ * then they stay in librdkafka until delivered (direct_behind). */
+static bool may_spill(kafka_output *k)
+{
+  if (k->direct_in_flight == 0 || k->direct_behind) return true;
+  if (!k->brokers_down) return false;
+  kafka_keep_held(k);
+  if (k->o->state == OUTPUT_FAILED) return false;
+  if (k->direct_in_flight > 0) k->direct_behind = true;
+  return true;
+}
+
+/* The queue's front record goes to the disk buffer if it may; false when
+ * it cannot now. (The front is read after may_spill, whose poll may have
+ * moved the queue's bytes.) */
+static bool spill_front(kafka_output *k, output_sink *o)
+{
+  const char *bytes;
+  size_t len;
+  const output_record *r;
+
+  if (!may_spill(k)) return false;
+  if (!(r = output_front(o, &bytes, &len))) return true;
+  return kafka_spill_front(k, r, bytes, len);
+}
+
 /* Takes queued records: first what the disk buffer holds, then the queue,
  * which goes to the disk buffer behind its backlog or when librdkafka is
  * full. */
@@ -318,11 +349,7 @@ static void send_records(output_sink *o)
     produce_result pr;
     if (!r) break;
     if (k->dq && kafka_disk_backlog(k)) {
-      if (k->direct_in_flight > 0 && !k->direct_behind) { /* see below */
-        blocked = true;
-        continue;
-      }
-      blocked = !kafka_spill_front(k, r, bytes, len);
+      blocked = !spill_front(k, o);
       if (o->state == OUTPUT_FAILED) return;
       continue;
     }
@@ -331,21 +358,7 @@ static void send_records(output_sink *o)
     if (pr == PRODUCED) continue;
     r = output_front(o, &bytes, &len);
     if (pr == QUEUE_FULL && k->dq) {
-      /* Records start going to disk. None may while librdkafka holds a
-       * record that is not on disk: it would hold its input's checkpoint
-       * behind them, and, moved to disk in an outage, go behind them. So
-       * the queue waits for librdkafka's reports, or for an outage, which
-       * moves its records to disk. Only if they do not fit there do
-       * records go to disk behind them: then they stay in librdkafka. */
-      if (k->direct_in_flight > 0 && k->brokers_down) kafka_keep_held(k);
-      if (o->state == OUTPUT_FAILED) return;
-      if (k->direct_in_flight > 0 && !k->brokers_down && !k->direct_behind) {
-        blocked = true;
-        continue;
-      }
-      if (k->direct_in_flight > 0) k->direct_behind = true;
-      r = output_front(o, &bytes, &len);
-      blocked = !kafka_spill_front(k, r, bytes, len);
+      blocked = !spill_front(k, o);
       if (o->state == OUTPUT_FAILED) return;
     } else if (pr == REJECTED) {
       output_record copy = *r;
@@ -531,10 +544,10 @@ static void release_queued(kafka_output *k, output_sink *o,
       output_release(o, &rec);
       continue;
     }
-    k->spill.len = 0;
-    buf_append(&k->spill, bytes + rec.head, len - rec.head);
-    output_undeliverable(o, &rec, k->spill.data ? k->spill.data : "",
-                         k->spill.len, reason);
+    k->scratch.len = 0;
+    buf_append(&k->scratch, bytes + rec.head, len - rec.head);
+    output_undeliverable(o, &rec, k->scratch.data ? k->scratch.data : "",
+                         k->scratch.len, reason);
   }
 }
 
@@ -658,7 +671,7 @@ static int close_output(output_sink *o)
   if (k->wake_fds[1] >= 0) close(k->wake_fds[1]);
   buf_free(&k->stash);
   buf_free(&k->spill);
-  buf_free(&k->spill_scratch);
+  buf_free(&k->scratch);
   buf_free(&k->moved_bytes);
   free(k->moved);
   free(k->unsynced);
