@@ -300,7 +300,7 @@ void checkpoint_unref(checkpoint_ticket *t)
 
   if (!t || --t->refs > 0) return;
   s = t->src;
-  while (s->head && s->head->refs == 0 && !s->stuck) {
+  while (s->head && s->head->refs == 0 && !s->head->released && !s->stuck) {
     checkpoint_ticket *done = s->head;
     if (done->end > s->acked) {
       s->acked = done->end;
@@ -314,6 +314,18 @@ void checkpoint_unref(checkpoint_ticket *t)
     unlink_source(&s->store->retired, s);
     free_source(s);
   }
+}
+
+bool checkpoint_rereadable(const checkpoint_ticket *t)
+{
+  return t && t->src->store->state_file && !t->src->retired;
+}
+
+void checkpoint_release(checkpoint_ticket *t)
+{
+  if (!t) return;
+  t->released = true;
+  checkpoint_unref(t);
 }
 
 /* ---- saving ---- */

@@ -57,6 +57,8 @@ typedef struct checkpoint_ticket {
   checkpoint_source *src;
   uint64_t end;          /* offset past the chunk's last whole line */
   uint32_t refs;
+  bool released;         /* a record of it was let go undone: the offset
+                            never passes the ticket (checkpoint_release) */
   struct checkpoint_ticket *next;
 } checkpoint_ticket;
 
@@ -118,6 +120,15 @@ static inline void checkpoint_ref(checkpoint_ticket *t)
   if (t) t->refs++;
 }
 void checkpoint_unref(checkpoint_ticket *t);
+/* Whether the next run reads t's records again if they are not done: its
+ * source's offset is saved (a state_dir) and it is still tracked (not
+ * retired). A stream (socket, standard input) has no ticket: false. */
+bool checkpoint_rereadable(const checkpoint_ticket *t);
+/* Drops a reference of a record that was not done and will not be in
+ * this run (an output stopped before its destination took it): the
+ * source's offset stops before t's chunk for good, so the next run reads
+ * the record (and the rest of its chunk) again. Only for a rereadable t. */
+void checkpoint_release(checkpoint_ticket *t);
 
 /* Writes the state file when an offset moved or a file came or went; -1
  * (logged) when it could not be written. */

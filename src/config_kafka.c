@@ -183,6 +183,33 @@ static int read_disk_buffer(plugin_ctx *c, config_kafka *k)
   return rc;
 }
 
+/* The last value of property name in pl, or NULL. */
+static const char *property(const property_list *pl, const char *name)
+{
+  const char *value = NULL;
+
+  for (size_t i = 0; i < pl->n; i += 2)
+    if (strcmp(pl->list[i], name) == 0) value = pl->list[i + 1];
+  return value;
+}
+
+/* Without an `idempotent` key, the producer is idempotent when it can be:
+ * acks all (ours unless set otherwise) and no enable.idempotence property.
+ * So librdkafka's retries keep a partition's order and add no duplicates,
+ * as the Java client does by default since Kafka 3.0. */
+static int default_idempotence(plugin_ctx *c, property_list *pl)
+{
+  lua_State *L = c->ld->L;
+  bool given = cfg_get_key(L, "idempotent") != LUA_TNIL;
+  const char *acks = property(pl, "acks");
+
+  lua_pop(L, 1);
+  if (given || property(pl, "enable.idempotence") || !acks ||
+      (strcmp(acks, "all") != 0 && strcmp(acks, "-1") != 0))
+    return 0;
+  return add_property(c, pl, "idempotent", "enable.idempotence", "true");
+}
+
 /* Our defaults first, then our keys, then `properties`: later wins. */
 static int read_producer(plugin_ctx *c, config_kafka *k)
 {
@@ -213,7 +240,8 @@ static int read_producer(plugin_ctx *c, config_kafka *k)
        cfg_read_bool(c, "idempotent", &idempotent) != 0 ||
        (idempotent && add_property(c, &pl, "idempotent", "enable.idempotence",
                                    "true") != 0) ||
-       read_properties(c, &pl) != 0 ? -1 : 0;
+       read_properties(c, &pl) != 0 ||
+       default_idempotence(c, &pl) != 0 ? -1 : 0;
   k->properties = pl.list;
   rdk.rd_kafka_conf_destroy(pl.check);
   if (rc != 0) return -1;

@@ -23,7 +23,8 @@
   X(rd_kafka_err2str) X(rd_kafka_poll) X(rd_kafka_produce_batch) X(rd_kafka_purge) \
   X(rd_kafka_queue_get_main) X(rd_kafka_queue_destroy)                        \
   X(rd_kafka_queue_io_event_enable) X(rd_kafka_set_log_queue)                 \
-  X(rd_kafka_topic_new) X(rd_kafka_topic_destroy) X(rd_kafka_topic_name)
+  X(rd_kafka_topic_new) X(rd_kafka_topic_destroy) X(rd_kafka_topic_name)       \
+  X(rd_kafka_metadata) X(rd_kafka_metadata_destroy)
 
 #define KAFKA_API_MEMBER(f) __typeof__(f) *f;
 typedef struct {

@@ -262,61 +262,139 @@ bool kafka_spill_front(kafka_output *k, const output_record *r,
   }
 }
 
-/* A purged record goes to the disk buffer with the head it came with;
- * one from the disk buffer stays there, unacknowledged, for the next
- * run. */
+/* A record librdkafka gave back while records move to the disk buffer
+ * (move_held), kept in memory until they are all back. */
+typedef struct moved_record {
+  uint64_t seq;             /* its slot's: the order it was produced in */
+  output_record r;
+  size_t off, len;          /* in k->moved_bytes: head, then payload */
+} moved_record;
+
+static void keep_unmoved(kafka_output *k, const output_record *r,
+                         const char *payload, size_t len)
+{
+  output_undeliverable(k->o, r, payload, len, "librdkafka gave the record "
+                       "back (the run stopped, or every broker was down) "
+                       "and the disk buffer did not take it");
+}
+
+/* A purged record goes to the disk buffer with the head it came with (or,
+ * while records move, waits for the rest: move_held); one from the
+ * disk buffer stays there, unacknowledged, for the next run. */
 void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
 {
   const char *topic = rdk.rd_kafka_topic_name(m->rkt);
   size_t tlen = strcmp(topic, k->topic) == 0 ? 0 : strlen(topic);
-  buf rec = {0};
+  buf *rec = k->moving ? &k->moved_bytes : &k->scratch;
+  size_t off = k->moving ? rec->len : 0;
   char err[256];
   bool kept;
 
-  if (s->from_disk) return;
-  kept = router_head_append(&rec, topic, tlen, m->key, m->key_len);
-  s->r.head = (uint32_t)rec.len;
-  kept = kept && buf_append(&rec, m->payload, m->len) &&
-         kafka_spill(k, &s->r, rec.data, rec.len, err, sizeof err) == DQ_OK;
-  if (!kept)
-    output_undeliverable(k->o, &s->r, m->payload, m->len,
-                         "librdkafka gave the record back (the run stopped, "
-                         "or every broker was down) and the disk buffer did "
-                         "not take it");
-  buf_free(&rec);
+  if (s->from_disk) {
+    if (k->moving) k->moved_from_disk = true;
+    return;
+  }
+  if (!k->moving) rec->len = 0;
+  kept = router_head_append(rec, topic, tlen, m->key, m->key_len);
+  s->r.head = (uint32_t)(rec->len - off);
+  kept = kept && buf_append(rec, m->payload, m->len);
+  if (kept && k->moving) {
+    if (k->nmoved == k->moved_cap) {
+      size_t cap = k->moved_cap ? 2 * k->moved_cap : 1024;
+      moved_record *mr = realloc(k->moved, cap * sizeof *mr);
+      if (!mr) {
+        keep_unmoved(k, &s->r, m->payload, m->len);
+        return;
+      }
+      k->moved = mr;
+      k->moved_cap = cap;
+    }
+    k->moved[k->nmoved++] = (moved_record){s->seq, s->r, off, rec->len - off};
+    return;
+  }
+  kept = kept && kafka_spill(k, &s->r, rec->data, rec->len, err,
+                             sizeof err) == DQ_OK;
+  if (!kept) keep_unmoved(k, &s->r, m->payload, m->len);
 }
 
-/* Every broker is down: librdkafka said so, and nothing was delivered
- * since (serve calls this after each poll). What librdkafka holds in its
- * queues goes to the disk buffer, so a crash during the outage loses none
- * of it (a syslog sender cannot send it again) and the inputs'
- * checkpoints move past it. From then on the disk buffer has a backlog:
- * new records go behind these, and its records go to librdkafka again
- * (kept on disk until delivered) for when a broker is back.
+static int by_seq(const void *a, const void *b)
+{
+  const moved_record *x = a, *y = b;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* librdkafka reports purged records partition by partition, and those it
+ * had not yet given a partition last: sorted back into the order they
+ * were produced in, they go to the disk buffer. */
+static void spill_moved(kafka_output *k)
+{
+  char err[256];
+
+  qsort(k->moved, k->nmoved, sizeof *k->moved, by_seq);
+  for (size_t i = 0; i < k->nmoved; i++) {
+    moved_record *mr = &k->moved[i];
+    const char *bytes = k->moved_bytes.data + mr->off;
+    if (kafka_spill(k, &mr->r, bytes, mr->len, err, sizeof err) != DQ_OK)
+      keep_unmoved(k, &mr->r, bytes + mr->r.head, mr->len - mr->r.head);
+  }
+  k->nmoved = 0;
+  k->moved_bytes.len = 0;
+}
+
+/* Everything librdkafka holds comes back (purged, sent or not) and goes
+ * to the disk buffer in its order, acknowledged to its inputs once
+ * fsynced: none of it holds their checkpoints any more, and a crash loses
+ * none of it. Its records that came from the disk buffer are read from it
+ * again (dq_rewind), in their places. The order holds because the disk
+ * buffer takes no record while librdkafka holds one that is not from it
+ * (send_records): librdkafka's own records are newer than every record on
+ * disk, and go behind them. A record the broker took but did not
+ * acknowledge before it went away is sent again: a duplicate.
  *
- * Only into an empty disk buffer: records already there would be newer
- * than librdkafka's, or read from it, so appending would break the order.
  * Only when they fit with room to spare: one the disk buffer refused would
- * be dead-lettered. The records librdkafka has sent and waits on stay with
- * it. So records move once an outage, or again after the disk buffer
- * drained, whenever librdkafka holds some. */
-void kafka_keep_held(kafka_output *k)
+ * be dead-lettered. Never once records went to disk behind them
+ * (direct_behind): they would go behind those. The number moved to disk,
+ * or 0. */
+static uint64_t move_held(kafka_output *k)
 {
   dq_stats_t st;
   uint64_t spilled = k->spilled, need;
 
   dq_stats(k->dq, &st);
-  need = k->held_bytes + k->in_flight * (SPILL_OVERHEAD + NAME_AND_HEAD);
-  if (k->in_flight == 0 || st.records > 0 || k->stashed || k->nunsynced > 0 ||
+  need = k->direct_bytes +
+         k->direct_in_flight * (SPILL_OVERHEAD + NAME_AND_HEAD);
+  if (k->direct_in_flight == 0 || k->direct_behind || k->nunsynced > 0 ||
       st.bytes > k->buffer_max || need > k->buffer_max - st.bytes)
-    return;
-  rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE);
+    return 0;
+  k->moving = true;
+  rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   /* The purge is done: the reports of the records it took wait. */
   while (rdk.rd_kafka_poll(k->rk, 0) > 0)
     ;
-  if (kafka_sync_spilled(k) != DQ_OK) return;
-  k->spill_logged = true;
-  log_msg("%s: every broker is down; the %" PRIu64 " records librdkafka held "
-          "are in the disk buffer, and new records go behind them",
-          k->o->name, k->spilled - spilled);
+  k->moving = false;
+  if (k->moved_from_disk) {
+    /* The stash is read and not acknowledged too: read again. */
+    dq_rewind(k->dq);
+    k->stashed = false;
+    k->moved_from_disk = false;
+  }
+  spill_moved(k);
+  if (kafka_sync_spilled(k) != DQ_OK) return 0;
+  if (k->spilled > spilled) k->spill_logged = true;
+  return k->spilled - spilled;
+}
+
+/* Every broker is down: librdkafka said so, and nothing was delivered
+ * since (serve calls this after each poll while librdkafka holds records
+ * not from the disk buffer). What librdkafka holds moves to the disk
+ * buffer, so a crash during the outage loses none of it (a syslog sender
+ * cannot send it again) and the inputs' checkpoints move past it. */
+void kafka_keep_held(kafka_output *k)
+{
+  uint64_t moved = move_held(k);
+
+  if (moved)
+    log_msg("%s: every broker is down; the %" PRIu64 " records librdkafka "
+            "held are in the disk buffer, and new records go behind them",
+            k->o->name, moved);
 }

@@ -6,6 +6,7 @@
 #ifndef LUMBERJIT_KAFKA_INTERNAL_H
 #define LUMBERJIT_KAFKA_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -20,11 +21,13 @@
 
 #define SLOTS_PER_CHUNK 1024
 #define DISK_RETRY_MS 1000
+#define REFUSALS_LOGGED 8
 
 typedef struct slot {
   output_record r;          /* origin and checkpoint reference */
   uint64_t dq_id;           /* from_disk: its id in the disk buffer */
   uint64_t sent_ns;         /* uv_hrtime when produced */
+  uint64_t seq;             /* produced so many records after the first */
   bool from_disk;
   struct slot *next;        /* free list */
 } slot;
@@ -58,9 +61,15 @@ typedef struct kafka_output {
   slot *free_slots;
   slot_chunk *chunks;
   uint64_t in_flight;       /* records librdkafka holds */
+  uint64_t direct_in_flight; /* of them, those not from the disk buffer:
+                               they hold their inputs' checkpoints */
+  uint64_t direct_bytes;    /* their payloads and keys */
+  bool direct_behind;       /* records went to disk behind them (they did
+                               not fit there): they stay in librdkafka */
   uint64_t held_bytes;      /* their payloads and keys */
   bool brokers_down;        /* librdkafka said every broker is, and no
                                record was delivered since */
+  bool stopped;             /* fail() ran: the stop deadline, or a failure */
   bool settled;             /* a poll settled records: the queue may go on */
   uint64_t now_ns;          /* uv_hrtime at the start of this send or poll:
                                one clock read for a batch, not per record */
@@ -72,6 +81,14 @@ typedef struct kafka_output {
   uint64_t stash_id;
   bool stashed;
   buf spill;                /* a record being written to it */
+  uint64_t next_seq;        /* the next slot's seq */
+  bool moving;              /* kafka_keep_held is taking librdkafka's: */
+  bool moved_from_disk;     /* some were read from the disk buffer */
+  struct moved_record *moved; /* the records it gave back so far */
+  size_t nmoved, moved_cap;
+  buf moved_bytes;          /* their heads and payloads */
+  buf scratch;              /* a record's bytes on their way to disk or
+                               to the dead-letter path */
   output_record *unsynced;  /* written to it, not yet fsynced: they keep */
   size_t nunsynced, unsynced_cap; /* their checkpoint references */
   char **names;             /* input names of records read from it */
@@ -80,6 +97,20 @@ typedef struct kafka_output {
   bool spill_logged, full_logged; /* see kafka_note_backlog */
 
   rate_cap cap;              /* max_bytes/messages_per_second */
+
+  /* What the operator is told (kafka_status.c). */
+  uv_thread_t probe;        /* asks for the topic's metadata at the start */
+  rd_kafka_topic_t *probe_rkt;
+  bool probing;             /* it was started and is not yet joined */
+  atomic_bool probed;       /* its answer is in probe_err and the counts */
+  rd_kafka_resp_err_t probe_err;
+  int probe_partitions, probe_brokers;
+  uint64_t down_ns;         /* when every broker went down; 0: they are up */
+  uint64_t back_ns;         /* when one came back, until its backlog drained */
+  uint64_t backlog;         /* the records waiting then */
+  uint64_t backlog_settled; /* delivered + rejected once they are settled */
+  char *refusals[REFUSALS_LOGGED]; /* reasons of refusals logged */
+  size_t nrefusals;
 
   uint64_t produced, delivered, from_disk, spilled, rejected;
   latency_hist latency;
@@ -127,12 +158,33 @@ void kafka_fail_unsynced(kafka_output *k, const char *reason);
 /* A record librdkafka gave back (the stop, an outage) goes to the disk
  * buffer. */
 void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m);
-/* Every broker is down: what librdkafka holds goes to the empty disk
- * buffer, if it fits. */
+/* Every broker is down: what librdkafka holds goes to the disk buffer,
+ * in the order it was produced, if it fits; logged. */
 void kafka_keep_held(kafka_output *k);
 /* Logs the disk buffer's way back to normal: below half its cap, empty. */
 void kafka_note_backlog(kafka_output *k);
 /* A line about what the disk buffer holds, after `what`. */
 void kafka_log_backlog(kafka_output *k, const char *what);
+
+/* ---- kafka_status.c: what the output tells the operator ---- */
+
+/* Asks a broker, on a thread of its own, whether rkt, the configured
+ * topic, exists (a template names its topics record by record: those are
+ * told at their first refusal); the answer is logged by
+ * kafka_status_serve: its partitions, or that it does not exist and its
+ * records will be dead-lettered. */
+void kafka_status_start(kafka_output *k, rd_kafka_topic_t *rkt);
+/* After each poll: logs the topic's answer, and the end of an outage
+ * once the records that waited through it are settled. */
+void kafka_status_serve(kafka_output *k);
+/* librdkafka said every broker is down: the first time an outage, logs
+ * how many records wait where. */
+void kafka_status_brokers_down(kafka_output *k);
+/* A record was delivered: if brokers were down, they are back. */
+void kafka_status_delivered(kafka_output *k);
+/* A record is refused with why: the first of each reason is logged. */
+void kafka_status_refused(kafka_output *k, const char *why);
+/* Joins the topic's thread (before the producer goes) and frees. */
+void kafka_status_close(kafka_output *k);
 
 #endif

@@ -734,6 +734,12 @@ void output_undeliverable(output_sink *o, const output_record *r,
   checkpoint_unref(r->ack);
 }
 
+void output_release(output_sink *o, const output_record *r)
+{
+  o->records_released++;
+  checkpoint_release(r->ack);
+}
+
 void output_wake(output_sink *o)
 {
   if (o->state == OUTPUT_WAITING) o->state = OUTPUT_READY;

@@ -163,6 +163,7 @@ struct output_sink {
   uint64_t records_written, dead_letters_written, bytes_written;
   latency_hist latency;   /* from read_us to written or delivered */
   uint64_t records_lost;  /* a collector ran out of memory for them */
+  uint64_t records_released; /* left to their inputs (output_release) */
 };
 
 /* path NULL: standard output. name names the sink in log lines. With
@@ -226,6 +227,12 @@ void output_delivered(output_sink *o, const output_record *r, uint64_t now_us);
  * callback with the reason. */
 void output_undeliverable(output_sink *o, const output_record *r,
                           const char *bytes, size_t len, const char *reason);
+/* The record was not delivered, and is not failed either: it stays with
+ * its input, whose checkpoint stops before it (checkpoint_release), so the
+ * next run reads it and sends it again, as a file's reader does. Only for a
+ * record whose input can (checkpoint_rereadable(r->ack)); a stopping
+ * transport uses it where it would otherwise dead-letter what it holds. */
+void output_release(output_sink *o, const output_record *r);
 /* The transport can take records again: a waiting sink goes on. */
 void output_wake(output_sink *o);
 /* fsyncs and reopens the path (log rotation); stdout is left alone. */

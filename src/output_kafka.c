@@ -145,7 +145,7 @@ static produce_result prepare(kafka_output *k, const output_record *r,
     *why = "out of memory";
     return REJECTED;
   }
-  *s = (slot){*r, dq_id, k->now_ns, from_disk, NULL};
+  *s = (slot){*r, dq_id, k->now_ns, k->next_seq++, from_disk, NULL};
   m->payload = (void *)(bytes + r->head);
   m->len = len - r->head;
   m->key = (void *)h.key;
@@ -159,6 +159,8 @@ void kafka_refuse(kafka_output *k, const output_record *r,
                   const char *payload, size_t len, const char *why)
 {
   k->rejected++;
+  /* At the stop what librdkafka gives back is not refused by Kafka. */
+  if (!k->stopped) kafka_status_refused(k, why);
   output_undeliverable(k->o, r, payload, len, why);
 }
 
@@ -183,7 +185,13 @@ static void produce_batch(kafka_output *k, rd_kafka_message_t *m, size_t n)
   k->in_flight += (uint64_t)good;
   k->produced += (uint64_t)good;
   for (size_t i = 0; i < n; i++)
-    if (!m[i].err) k->held_bytes += m[i].len + m[i].key_len;
+    if (!m[i].err) {
+      k->held_bytes += m[i].len + m[i].key_len;
+      if (!((slot *)m[i]._private)->from_disk) {
+        k->direct_in_flight++;
+        k->direct_bytes += m[i].len + m[i].key_len;
+      }
+    }
 }
 
 /* Why librdkafka refused m: *why says for REJECTED and FATAL. */
@@ -289,6 +297,37 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
 
 /* ---- the transport ---- */
 
+/* Whether the queue's records may go to the disk buffer now. None may
+ * while librdkafka holds a record that is not from it: that record would
+ * hold its input's checkpoint behind them, and, moved to disk in an
+ * outage, go behind them. So the queue waits for librdkafka's reports, or
+ * for every broker to be down, which moves librdkafka's records to disk
+ * first. Only if they do not fit there do records go to disk behind them;
+ * then they stay in librdkafka until delivered (direct_behind). */
+static bool may_spill(kafka_output *k)
+{
+  if (k->direct_in_flight == 0 || k->direct_behind) return true;
+  if (!k->brokers_down) return false;
+  kafka_keep_held(k);
+  if (k->o->state == OUTPUT_FAILED) return false;
+  if (k->direct_in_flight > 0) k->direct_behind = true;
+  return true;
+}
+
+/* The queue's front record goes to the disk buffer if it may; false when
+ * it cannot now. (The front is read after may_spill, whose poll may have
+ * moved the queue's bytes.) */
+static bool spill_front(kafka_output *k, output_sink *o)
+{
+  const char *bytes;
+  size_t len;
+  const output_record *r;
+
+  if (!may_spill(k)) return false;
+  if (!(r = output_front(o, &bytes, &len))) return true;
+  return kafka_spill_front(k, r, bytes, len);
+}
+
 /* Takes queued records: first what the disk buffer holds, then the queue,
  * which goes to the disk buffer behind its backlog or when librdkafka is
  * full. */
@@ -310,7 +349,7 @@ static void send_records(output_sink *o)
     produce_result pr;
     if (!r) break;
     if (k->dq && kafka_disk_backlog(k)) {
-      blocked = !kafka_spill_front(k, r, bytes, len);
+      blocked = !spill_front(k, o);
       if (o->state == OUTPUT_FAILED) return;
       continue;
     }
@@ -319,7 +358,7 @@ static void send_records(output_sink *o)
     if (pr == PRODUCED) continue;
     r = output_front(o, &bytes, &len);
     if (pr == QUEUE_FULL && k->dq) {
-      blocked = !kafka_spill_front(k, r, bytes, len);
+      blocked = !spill_front(k, o);
       if (o->state == OUTPUT_FAILED) return;
     } else if (pr == REJECTED) {
       output_record copy = *r;
@@ -356,9 +395,14 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
   (void)rk;
 
   k->in_flight--;
+  if (!s->from_disk) {
+    k->direct_bytes -= m->len + m->key_len;
+    if (--k->direct_in_flight == 0) k->direct_behind = false;
+  }
   k->held_bytes -= m->len + m->key_len;
   k->settled = true;
   if (!m->err) {
+    kafka_status_delivered(k);
     k->brokers_down = false;
     latency_add(&k->latency, (k->now_ns - s->sent_ns) / 1000);
     k->delivered++;
@@ -371,6 +415,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
     }
   } else if (k->dq && purged(m->err)) {
     kafka_keep_purged(k, s, m);
+  } else if (purged(m->err) && !s->from_disk &&
+             checkpoint_rereadable(s->r.ack)) {
+    output_release(k->o, &s->r);
   } else {
     char why[512];
     snprintf(why, sizeof why, "Kafka did not take the record (topic %s): %s",
@@ -389,7 +436,12 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason,
   kafka_output *k = opaque;
   uint64_t now = uv_hrtime();
 
-  if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) k->brokers_down = true;
+  if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) {
+    kafka_status_brokers_down(k);
+    k->brokers_down = true;
+    /* A queue waiting for librdkafka's records may go to disk now. */
+    k->settled = true;
+  }
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char why[sizeof k->fatal - 64];
     rdk.rd_kafka_fatal_error(rk, why, sizeof why);
@@ -427,7 +479,9 @@ static void serve(kafka_output *k)
   k->now_ns = uv_hrtime();
   for (int i = 0; i < POLL_BURST && rdk.rd_kafka_poll(k->rk, 0) > 0; i++)
     ;
-  if (k->brokers_down && k->dq && k->o->state != OUTPUT_FAILED)
+  kafka_status_serve(k);
+  if (k->brokers_down && k->dq && k->direct_in_flight > 0 &&
+      k->o->state != OUTPUT_FAILED)
     kafka_keep_held(k);
   if (k->fatal[0] && k->o->state != OUTPUT_FAILED)
     output_fail(k->o, k->fatal);
@@ -473,14 +527,41 @@ static bool busy(const output_sink *o)
   return k->in_flight > 0 || k->nunsynced > 0 || (k->dq && kafka_disk_backlog(k));
 }
 
+/* Without a disk buffer, the queue's records go back to inputs that can
+ * read them again (output_release); the rest fail with reason, from a copy
+ * of their bytes: a dead letter may be queued on this very sink. */
+static void release_queued(kafka_output *k, output_sink *o,
+                           const char *reason)
+{
+  const char *bytes;
+  size_t len;
+  const output_record *r;
+
+  while ((r = output_front(o, &bytes, &len))) {
+    output_record rec = *r;
+    output_take(o);
+    if (checkpoint_rereadable(rec.ack)) {
+      output_release(o, &rec);
+      continue;
+    }
+    k->scratch.len = 0;
+    buf_append(&k->scratch, bytes + rec.head, len - rec.head);
+    output_undeliverable(o, &rec, k->scratch.data ? k->scratch.data : "",
+                         k->scratch.len, reason);
+  }
+}
+
 /* Stopping at the deadline, or failing: librdkafka gives back what it
  * holds, which goes to the disk buffer with the queue's records if there
- * is one, else to the dead-letter path. */
+ * is one. Without one, records of inputs that can read them again (files
+ * with a state_dir) stay unacknowledged for the next run; the rest go to
+ * the dead-letter path. */
 static void fail(output_sink *o, const char *reason)
 {
   kafka_output *k = o->tx_state;
   uint64_t until = (k->now_ns = uv_hrtime()) + PURGE_WAIT_MS * 1000000ull;
 
+  k->stopped = true;
   rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   while (k->in_flight > 0 && uv_hrtime() < until) rdk.rd_kafka_poll(k->rk, 100);
   if (k->in_flight > 0) {
@@ -489,6 +570,11 @@ static void fail(output_sink *o, const char *reason)
             "count as lost: %s", o->name, k->in_flight, reason);
     o->records_lost += k->in_flight;
   }
+  if (!k->dq) release_queued(k, o, reason);
+  if (o->records_released)
+    log_msg("%s: stopped; %" PRIu64 " records Kafka did not take stay "
+            "unacknowledged: their inputs read them again in the next run",
+            o->name, o->records_released);
   while (k->dq) {
     const char *bytes;
     size_t len;
@@ -544,9 +630,12 @@ static void summary(output_sink *o, char *line, size_t len)
                st.latency_ms[1], st.latency_ms[2], st.latency_ms[3],
                st.latency_ms[4]);
   if (st.has_disk_buffer && n > 0 && (size_t)n < len)
-    snprintf(line + n, len - (size_t)n, "; %" PRIu64 " put in the disk "
-             "buffer, which holds %" PRIu64 " records (%" PRIu64 " bytes)",
-             st.disk_put, st.disk_records, st.disk_bytes);
+    n += snprintf(line + n, len - (size_t)n, "; %" PRIu64 " put in the "
+                  "disk buffer, which holds %" PRIu64 " records (%" PRIu64
+                  " bytes)", st.disk_put, st.disk_records, st.disk_bytes);
+  if (o->records_released && n > 0 && (size_t)n < len)
+    snprintf(line + n, len - (size_t)n, "; %" PRIu64 " left unacknowledged "
+             "for the next run to read again", o->records_released);
 }
 
 static void close_handles(output_sink *o)
@@ -565,6 +654,7 @@ static int close_output(output_sink *o)
   kafka_output *k = o->tx_state;
   int rc = 0;
 
+  kafka_status_close(k);
   for (size_t i = 0; i < k->ntopics; i++) {
     rdk.rd_kafka_topic_destroy(k->topics[i].rkt);
     free(k->topics[i].name);
@@ -581,6 +671,9 @@ static int close_output(output_sink *o)
   if (k->wake_fds[1] >= 0) close(k->wake_fds[1]);
   buf_free(&k->stash);
   buf_free(&k->spill);
+  buf_free(&k->scratch);
+  buf_free(&k->moved_bytes);
+  free(k->moved);
   free(k->unsynced);
   free(k->names);
   free(k->topics);
@@ -596,15 +689,24 @@ static const output_transport kafka_transport = {
 
 /* ---- opening ---- */
 
+static bool names_brokers(const char *property)
+{
+  return strcmp(property, "bootstrap.servers") == 0 ||
+         strcmp(property, "metadata.broker.list") == 0;
+}
+
+/* The producer of cfg; with connect false, one that knows no broker, so
+ * it never connects: what --check builds to find what a start would
+ * (an unsupported SASL mechanism, TLS files that cannot be read). */
 static rd_kafka_t *make_producer(kafka_output *k, const config_kafka *cfg,
-                                 char *err, size_t errlen)
+                                 bool connect, char *err, size_t errlen)
 {
   rd_kafka_conf_t *conf = rdk.rd_kafka_conf_new();
   char why[512];
   rd_kafka_t *rk;
 
   for (char **p = cfg->properties; p && *p; p += 2)
-    if (rdk.rd_kafka_conf_set(conf, p[0], p[1], why, sizeof why) != RD_KAFKA_CONF_OK) {
+    if ((connect || !names_brokers(p[0])) && rdk.rd_kafka_conf_set(conf, p[0], p[1], why, sizeof why) != RD_KAFKA_CONF_OK) {
       snprintf(err, errlen, "property '%s': %s", p[0], why);
       rdk.rd_kafka_conf_destroy(conf);
       return NULL;
@@ -699,11 +801,26 @@ int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
    * buffer comes first: when another process has it, this one stops
    * before its producer talks to a broker. */
   if ((buffer_dir && open_disk_buffer(k, cfg, buffer_dir, err, errlen) != 0) ||
-      !(k->rk = make_producer(k, cfg, err, errlen)) ||
+      !(k->rk = make_producer(k, cfg, true, err, errlen)) ||
       wire_queue(k, loop, err, errlen) != 0)
     return -1;
   /* What the disk buffer kept from an earlier run goes out first, new
    * records or not. */
   if (k->dq && kafka_disk_backlog(k)) kafka_wake_later(k, 0);
+  if (!strstr(k->topic, "%{")) {
+    rd_kafka_topic_t *rkt = topic_handle_for(k, k->topic, k->topic_len);
+    if (rkt) kafka_status_start(k, rkt);
+  }
+  return 0;
+}
+
+int output_kafka_check(const config_kafka *cfg, char *err, size_t errlen)
+{
+  rd_kafka_t *rk;
+
+  if (kafka_api_load(err, errlen) != 0 ||
+      !(rk = make_producer(NULL, cfg, false, err, errlen)))
+    return -1;
+  rdk.rd_kafka_destroy(rk);
   return 0;
 }

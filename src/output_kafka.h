@@ -18,8 +18,11 @@
  *   compression  none, gzip, snappy, lz4 or zstd.
  *   acks         all (our default), 1 or 0. With 0 the broker sends no
  *                acknowledgement, so a record counts as delivered once sent.
- *   idempotent   true: librdkafka's idempotent producer (no duplicates from
- *                its own retries, order kept per partition).
+ *   idempotent   librdkafka's idempotent producer: no duplicates from its
+ *                own retries, order kept per partition through them. On by
+ *                default when acks is all and no enable.idempotence
+ *                property is given; false turns it off (then a retried
+ *                batch can land behind a later one).
  *   properties   any librdkafka property, { ["linger.ms"] = 20 }: SASL,
  *                TLS, batching. They win over the keys above; librdkafka
  *                checks each when the config is loaded.
@@ -45,18 +48,31 @@
  *
  * Buffering. Records wait in the output's queue (its share of
  * memory_budget), then in librdkafka (memory_bytes), then, with a disk
- * buffer, in the disk buffer (disk_queue.h), in that order. Once a record
- * went to disk, later ones follow it there until the disk buffer is
- * drained, so records reach Kafka in the order they came. A record in the
- * disk buffer is acknowledged to its input once fsynced there: it is
- * produced from the disk buffer later, by this run or the next. When
- * every stage is full the inputs are held (files are not read, sockets are
- * not read); nothing is dropped. When librdkafka says every broker is
- * down, what it holds in its queues moves to an empty disk buffer
- * (kafka_keep_held), so a crash during the outage loses none of it. At the
- * stop deadline (stop_timeout_ms)
- * what librdkafka and the queue still hold goes to the disk buffer, or,
- * without one, to the dead-letter path.
+ * buffer, in the disk buffer (disk_queue.h), in that order. Records go to
+ * disk only while librdkafka holds none of its own (records not read from
+ * the disk buffer): until their reports come, or every broker is down, the
+ * queue waits (and holds the inputs). Once a record went to disk, later
+ * ones follow it there until the disk buffer is drained, so records reach
+ * Kafka in the order they came. A record in the disk buffer is
+ * acknowledged to its input once fsynced there: it is produced from the
+ * disk buffer later, by this run or the next. When every stage is full
+ * the inputs are held (files are not read, sockets are not read); nothing
+ * is dropped. When librdkafka says every broker is down, everything it
+ * holds, sent or not, moves to the disk buffer in the order it was
+ * produced, behind what is there (kafka_keep_held), so a crash during the
+ * outage loses none of it and no record in librdkafka holds an input's
+ * checkpoint behind records on disk. Only if they do not fit there do
+ * they stay in librdkafka, and new records go to disk behind them.
+ *
+ * Stopping. At the stop deadline (stop_timeout_ms) what librdkafka and the
+ * queue still hold goes to the disk buffer. Without one, a record whose input can read it again (a file with a state_dir
+ * checkpoint) stays unacknowledged (output_release), so the next run sends
+ * it; the rest (sockets, standard input) go to the dead-letter path.
+ *
+ * What it says (kafka_status.c): the topic's partitions at the start, or
+ * that it does not exist; the first refusal of each reason; when every
+ * broker goes down, with how many records wait where; when they are back,
+ * once the backlog drained.
  */
 #ifndef LUMBERJIT_OUTPUT_KAFKA_H
 #define LUMBERJIT_OUTPUT_KAFKA_H
@@ -74,5 +90,8 @@
 int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
                       const config_kafka *cfg, const char *buffer_dir,
                       output_events ev, char *err, size_t errlen);
+/* Builds cfg's producer without connecting and destroys it: -1 with the
+ * reason when a start could not make it (--check). */
+int output_kafka_check(const config_kafka *cfg, char *err, size_t errlen);
 
 #endif

@@ -632,6 +632,14 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
     sandbox *sb;
+    char why[512];
+    /* A producer that cannot be made fails a start: --check says so. */
+    if (p->type == OUTPUT_KAFKA &&
+        output_kafka_check(&p->kafka, why, sizeof why) != 0) {
+      snprintf(err, errlen, "%s:%d: kafka_output '%s': %s", cfg->file,
+               p->line, p->name, why);
+      rc = -1;
+    }
     if (p->role != PLUGIN_DECODER && p->role != PLUGIN_ENCODER) continue;
     sb = pipeline_plugin_sandbox(cfg, p, wd, log_sandbox_line, NULL, err,
                                  errlen);
