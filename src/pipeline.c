@@ -524,7 +524,7 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
       .name = o->name, .matched = o->encoded.matched,
       .delivered = o->sink.records_written,
       .failed = o->write_failed + o->encoded.failed,
-      .skipped = o->encoded.skipped,
+      .skipped = o->encoded.skipped, .released = o->sink.records_released,
       .queued_records = o->sink.nrecs - o->sink.rec_head,
       .queued_bytes = output_queued(&o->sink), .has_tx = o->sink.tx != NULL,
       .timed = o->sink.latency.count};
@@ -594,9 +594,10 @@ static void log_summary(pipeline *pl)
     output_sink *o = &pl->outputs[i].sink;
     char more[512] = "";
     log_msg("output '%s': %" PRIu64 " delivered, %" PRIu64 " failed, %" PRIu64
-            " skipped, %" PRIu64 " queued, of %" PRIu64 " messages matched",
-            st->outputs[i].name, st->outputs[i].delivered,
-            st->outputs[i].failed, st->outputs[i].skipped,
+            " skipped, %" PRIu64 " left for the next run, %" PRIu64 " queued, "
+            "of %" PRIu64 " messages matched", st->outputs[i].name,
+            st->outputs[i].delivered, st->outputs[i].failed,
+            st->outputs[i].skipped, st->outputs[i].released,
             st->outputs[i].queued_records, st->outputs[i].matched);
     if (st->outputs[i].timed) {
       const double *ms = st->outputs[i].latency_ms;

@@ -35,9 +35,13 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  /* Every message its matcher took is delivered, failed, skipped or still
-   * queued: matched = delivered + failed + skipped + queued_records. */
+  /* Every message its matcher took is delivered, failed, skipped, left
+   * for the next run to read again or still queued: matched = delivered +
+   * failed + skipped + released + queued_records (+ what a transport holds
+   * at a stop: Kafka's in flight and disk buffer). */
   uint64_t matched;
+  uint64_t released;      /* left unacknowledged at a stop: its input can
+                             read them again (output_release) */
   uint64_t delivered;     /* written: the kernel took every byte */
   uint64_t failed;        /* dead-lettered: encoder or write failures */
   uint64_t skipped;       /* the encoder chose not to write them */

@@ -33,19 +33,21 @@ all = { type = "file_output", path = "all.log", message_matcher = "TRUE" }
     assert.are.equal(0, r.status)
     -- 5 records: 2 made none, 3 made 4 messages; "firsts" matched 3.
     assert.matches("input 'i': 5 records %(0 longer than max_line, 0 pieces truncated%), 0 dead%-letter records; 4 messages made of them, 2 records made none", r.stderr)
-    assert.matches("output 'firsts': 3 delivered, 0 failed, 0 skipped, 0 queued, of 3 messages matched", r.stderr)
-    assert.matches("output 'all': 4 delivered, 0 failed, 0 skipped, 0 queued, of 4 messages matched", r.stderr)
+    assert.matches("output 'firsts': 3 delivered, 0 failed, 0 skipped, 0 left for the next run, 0 queued, of 3 messages matched", r.stderr)
+    assert.matches("output 'all': 4 delivered, 0 failed, 0 skipped, 0 left for the next run, 0 queued, of 4 messages matched", r.stderr)
     local m = run.read(dir .. "/metrics.prom")
     assert.are.equal(5, metric(m, 'lumberjit_input_records_total{input="i"}'))
     assert.are.equal(4, metric(m, 'lumberjit_input_messages_total{input="i"}'))
     assert.are.equal(2, metric(m, 'lumberjit_input_empty_records_total{input="i"}'))
-    -- Per output: made = matched + not matched by it; matched = delivered + failed + skipped + queued.
+    -- Per output: made = matched + not matched by it; matched = delivered
+    -- + failed + skipped + left for the next run + queued.
     for _, out in ipairs({"firsts", "all"}) do
       local label = '{output="' .. out .. '"}'
       local matched = metric(m, "lumberjit_output_matched_messages_total" .. label)
       assert.are.equal(matched, metric(m, "lumberjit_output_delivered_records_total" .. label)
         + metric(m, "lumberjit_output_failed_records_total" .. label)
         + metric(m, "lumberjit_output_skipped_records_total" .. label)
+        + metric(m, "lumberjit_output_released_records_total" .. label)
         + metric(m, "lumberjit_output_queued_records" .. label))
     end
     assert.are.equal(3, #run.lines(run.read(dir .. "/first.log")))
