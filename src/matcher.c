@@ -202,7 +202,7 @@ static int compare_bytes(strview a, strview b)
 
 /* A string test: the literal is a string or a regex. A regex that hit a
  * limit (matcher_regex.h) answers neither =~ nor !~: the test is false, as
- * for a value of the wrong kind, and the regex counts the failure. */
+ * for a value of the wrong kind (and the regex logs it, once). */
 static bool test_string(const test *t, strview s)
 {
   strview lit;
@@ -842,16 +842,6 @@ matcher *matcher_compile(const char *expr, char *err, size_t errlen)
   patch_exits(p.mt, 0, PENDING_HOLDS, p.mt->ntests);
   patch_exits(p.mt, 0, PENDING_FAILS, p.mt->ntests + 1);
   return p.mt;
-}
-
-uint64_t matcher_failures(const matcher *mt)
-{
-  uint64_t n = 0;
-
-  for (uint32_t i = 0; i < mt->ntests; i++)
-    if (mt->tests[i].value_kind == VALUE_REGEX)
-      n += matcher_regex_failures(mt->tests[i].value.regex);
-  return n;
 }
 
 void matcher_free(matcher *mt)

@@ -16,7 +16,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 #include "message.h"
 
@@ -35,12 +34,8 @@ matcher *matcher_compile(const char *expr, char *err, size_t errlen);
 
 /* True when message m satisfies the matcher. No locking, and no allocation
  * but a thread's first regex match (matcher_regex.h). A regex that hits its
- * match limit makes its =~ or !~ false and counts in matcher_failures(). */
+ * match limit makes its =~ or !~ false, and logs that the first time. */
 bool matcher_eval(const matcher *mt, const msg *m);
-
-/* How many regex matches of mt failed (a match limit hit, or out of memory)
- * since it was compiled, in every thread. */
-uint64_t matcher_failures(const matcher *mt);
 
 /* Frees a compiled matcher; NULL is allowed. */
 void matcher_free(matcher *mt);

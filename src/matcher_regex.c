@@ -14,10 +14,18 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* The longest part of a pattern a log line quotes. */
+enum { PATTERN_QUOTED = 200 };
 
 struct matcher_regex {
   pcre2_code *code;
-  _Atomic uint64_t failures;
+  atomic_flag logged; /* a failure was logged */
+  size_t len;
+  char pattern[];     /* for the log */
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -49,7 +57,7 @@ matcher_regex *matcher_regex_compile(const char *pattern, size_t len,
 
   *offset = 0;
   pthread_once(&once, init_once);
-  re = limits ? calloc(1, sizeof *re) : NULL;
+  re = limits ? calloc(1, sizeof *re + len + 1) : NULL;
   if (!re) {
     if (errlen) pcre2_get_error_message(PCRE2_ERROR_NOMEMORY, (PCRE2_UCHAR *)err, errlen);
     return NULL;
@@ -61,6 +69,9 @@ matcher_regex *matcher_regex_compile(const char *pattern, size_t len,
     free(re);
     return NULL;
   }
+  atomic_flag_clear(&re->logged);
+  memcpy(re->pattern, pattern, len);
+  re->len = len;
   /* Not every platform can JIT (no executable memory): the interpreter
    * gives the same results, only slower. */
   (void)pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE);
@@ -90,13 +101,15 @@ matcher_regex_result matcher_regex_match(matcher_regex *re, const char *subject,
 
   if (rc >= 0) return MATCHER_REGEX_MATCH;
   if (rc == PCRE2_ERROR_NOMATCH) return MATCHER_REGEX_NO_MATCH;
-  atomic_fetch_add_explicit(&re->failures, 1, memory_order_relaxed);
+  if (!atomic_flag_test_and_set(&re->logged)) {
+    char reason[128];
+    pcre2_get_error_message(rc, (PCRE2_UCHAR *)reason, sizeof reason);
+    log_msg("message_matcher regex /%.*s%s/ gave up on a message of %zu bytes: %s; "
+            "its =~ and !~ are false for such messages (logged once per regex)",
+            (int)(re->len < PATTERN_QUOTED ? re->len : PATTERN_QUOTED), re->pattern,
+            re->len > PATTERN_QUOTED ? "..." : "", len, reason);
+  }
   return MATCHER_REGEX_FAILED;
-}
-
-uint64_t matcher_regex_failures(const matcher_regex *re)
-{
-  return atomic_load_explicit(&re->failures, memory_order_relaxed);
 }
 
 void matcher_regex_free(matcher_regex *re)

@@ -18,7 +18,6 @@
 #define LUMBERJIT_MATCHER_REGEX_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 /* Backtracking steps per start position (PCRE2's default is 10,000,000:
  * seconds of CPU for one message). A greedy .* over a 1 MiB payload takes
@@ -44,12 +43,11 @@ matcher_regex *matcher_regex_compile(const char *pattern, size_t len,
 /* Searches subject[0, len) for the pattern. Thread-safe: each thread keeps
  * one match block, made at its first match and freed when the thread ends,
  * so a match allocates only the first time and when a pattern needs more
- * backtracking frames than the thread has kept. */
+ * backtracking frames than the thread has kept. The first
+ * MATCHER_REGEX_FAILED of each regex is logged (log.h) with the pattern and
+ * PCRE2's reason. */
 matcher_regex_result matcher_regex_match(matcher_regex *re, const char *subject,
                                          size_t len);
-
-/* How many matches of re ended MATCHER_REGEX_FAILED. */
-uint64_t matcher_regex_failures(const matcher_regex *re);
 
 /* NULL is allowed. */
 void matcher_regex_free(matcher_regex *re);

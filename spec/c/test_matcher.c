@@ -430,7 +430,7 @@ static void test_regex_dialect(void)
 }
 
 /* A pattern that backtracks exponentially ends at PCRE2's match limit: =~
- * and !~ are both false and the matcher counts each failure. */
+ * and !~ are both false (and the regex logs it once). */
 static void test_regex_limits(void)
 {
   char payload[4097], err[256];
@@ -447,11 +447,11 @@ static void test_regex_limits(void)
   both = matcher_compile("Payload =~ /^(a|aa)+$/ || Payload =~ /a{4095}b/", err, sizeof err);
   CHECK(is && is_not && both);
   if (is && is_not && both) {
-    CHECK(!matcher_eval(is, &m) && matcher_failures(is) == 1);
-    CHECK(!matcher_eval(is_not, &m) && matcher_failures(is_not) == 1);
-    CHECK(!matcher_eval(is_not, &m) && matcher_failures(is_not) == 2);
+    CHECK(!matcher_eval(is, &m));
+    CHECK(!matcher_eval(is_not, &m));
+    CHECK(!matcher_eval(is_not, &m));
     /* The || goes on to its next test, which does match. */
-    CHECK(matcher_eval(both, &m) && matcher_failures(both) == 1);
+    CHECK(matcher_eval(both, &m));
   }
   matcher_free(is);
   matcher_free(is_not);

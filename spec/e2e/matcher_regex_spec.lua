@@ -17,6 +17,9 @@ is_not = { type = "file_output", path = "is_not.log", message_matcher = "Payload
     assert.are.equal("aaa\n", run.read(r.dir .. "/is.log"))
     assert.are.equal("bbb\n", run.read(r.dir .. "/is_not.log"))
     assert.matches("100 messages matched no output", r.stderr)
+    -- Said once per regex (per worker: each has its matchers), with why.
+    assert.matches("message_matcher regex /%^%(a%+%)%+%$/ gave up on a message of 4001 bytes: "
+                   .. "match limit exceeded; its =~ and !~ are false for such messages", r.stderr)
     run.cleanup(r.dir)
   end)
 
