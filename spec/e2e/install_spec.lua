@@ -81,6 +81,8 @@ describe("cpack -G DEB", function()
     local _, depends = sh("dpkg-deb -f " .. q(deb) .. " Depends")
     -- By hand: dlopened, so dpkg-shlibdeps cannot see it.
     assert.matches("librdkafka1 %(>= [%d.]+%)", depends)
+    -- By hand: the symbols are older than the matcher's PCRE2_MATCH_INVALID_UTF.
+    assert.matches("libpcre2%-8%-0 %(>= 10%.34%)", depends)
     -- Found by dpkg-shlibdeps in the binary's links.
     for _, package in ipairs{"libc6", "libuv1", "libssl3", "zlib1g", "libpcre2%-8%-0"} do
       assert.matches(package .. " %(>= [^)]+%)", depends)
