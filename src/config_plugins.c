@@ -19,6 +19,7 @@
 
 #include "buf.h"
 #include "config_internal.h"
+#include "data_dir.h"
 #include "line_generator.h"
 #include "matcher.h"
 
@@ -169,7 +170,7 @@ static char *join_path(const char *dir, const char *name)
  * must be a readable regular file: a FIFO would block the plugin's load. */
 static int resolve_filename(plugin_ctx *c, config_plugin *p)
 {
-  const char *dirs[] = {c->ld->dir, LUMBERJIT_SANDBOX_DIR};
+  const char *dirs[] = {c->ld->dir, data_dir_sandbox()};
   char *given = NULL, *path = NULL;
   struct stat st;
   size_t i, n;
@@ -189,7 +190,7 @@ static int resolve_filename(plugin_ctx *c, config_plugin *p)
              given, strerror(err));
   else if (i == n)
     cfg_key_fail(c, "filename", "names '%s', which is not a readable file (looked "
-             "in %s and %s)", given, c->ld->dir, LUMBERJIT_SANDBOX_DIR);
+             "in %s and %s)", given, c->ld->dir, data_dir_sandbox());
   else if (!path)
     cfg_key_fail(c, "filename", "cannot be stored: out of memory");
   else if (!S_ISREG(st.st_mode))
@@ -212,7 +213,7 @@ static int read_module_dirs(plugin_ctx *c, config_plugin *p)
   buf b = {0};
   int t = cfg_get_key(L, "module_path"), rc = 0;
 
-  buf_append(&b, LUMBERJIT_MODULE_DIR, strlen(LUMBERJIT_MODULE_DIR));
+  buf_append_str(&b, data_dir_modules());
   if (t == LUA_TSTRING) { /* one directory: make it a list of one */
     lua_createtable(L, 1, 0);
     lua_pushvalue(L, -2);

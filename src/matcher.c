@@ -16,9 +16,8 @@
  *   string     := '"' chars '"' | "'" chars "'"
  *                 escapes: \\ \" \' \n \r \t \xHH
  *   number     := '-'? digits ( '.' digits )? ( [eE] [+-]? digits )?
- *   regex      := '/' chars '/'   POSIX extended syntax (ERE, regcomp with
- *                 REG_EXTENDED); \/ stands for '/', other escapes reach
- *                 regcomp unchanged
+ *   regex      := '/' chars '/'   PCRE2 syntax (matcher_regex.h); \/ stands
+ *                 for '/', other escapes reach PCRE2 unchanged
  *   name       := any bytes but ']' and control characters, surrounding
  *                 whitespace trimmed
  *   index      := digits, 0-based: the field index (the fi-th field of that
@@ -51,7 +50,7 @@
  * Layout: every comparison, and every bare TRUE or FALSE, becomes one test in
  * a flat array, in source order. A test holds what it compares (a header id,
  * or a field name with its precomputed length and indexes), the operator, the
- * literal (unescaped string, int64, double, bool or compiled regex_t), and
+ * literal (unescaped string, int64, double, bool or compiled regex), and
  * two jump targets: the next test to run when it holds and when it does not.
  * The targets ACCEPT (= ntests) and REJECT (= ntests + 1) end evaluation.
  * `A && (B || C)` becomes
@@ -59,7 +58,7 @@
  *     1: B   holds -> ACCEPT   fails -> 2
  *     2: C   holds -> ACCEPT   fails -> REJECT
  * Why: evaluation is one loop that follows jumps: no recursion, no value
- * stack, no allocation, short-circuit by construction, and the tests sit
+ * stack, no allocation of its own, short-circuit by construction, and the tests sit
  * next to each other in memory. Targets only point forward, so the loop ends
  * after at most ntests steps.
  *
@@ -73,53 +72,16 @@
  * and the recursion stay small.
  */
 #include "matcher.h"
+#include "matcher_regex.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Message strings are spans into an arena, not NUL-terminated. */
-#ifndef REG_STARTEND
-#error "the matcher needs regexec() with REG_STARTEND (glibc, musl does not)"
-#endif
-
-/* AddressSanitizer's regexec() interceptor ignores REG_STARTEND: it runs
- * strlen() over the subject before calling glibc, so on a span that is not
- * NUL-terminated it reads past the span's end and reports that read. Builds
- * with ASan therefore call glibc's own regexec(), looked up in libc once. */
-#if defined(__SANITIZE_ADDRESS__)
-#define BYPASS_ASAN_REGEXEC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BYPASS_ASAN_REGEXEC 1
-#endif
-#endif
-
-#ifdef BYPASS_ASAN_REGEXEC
-#include <dlfcn.h>
-#include <pthread.h>
-
-typedef int regexec_fn(const regex_t *, const char *, size_t, regmatch_t *, int);
-static regexec_fn *glibc_regexec = regexec;
-static pthread_once_t glibc_regexec_once = PTHREAD_ONCE_INIT;
-
-static void find_glibc_regexec(void)
-{
-  void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-  void *fn = libc ? dlsym(libc, "regexec") : NULL;
-
-  if (fn) memcpy(&glibc_regexec, &fn, sizeof fn); /* POSIX: callable as is */
-  if (libc) dlclose(libc);
-}
-#define regexec glibc_regexec
-#endif
 
 enum { HEKA_DEFAULT_SEVERITY = 7 };
 enum { UUID_TEXT_LENGTH = 36 };
@@ -183,7 +145,7 @@ typedef struct {
     int64_t integer;
     double real;
     bool boolean; /* VALUE_BOOL, and the result of SUBJECT_CONSTANT */
-    regex_t *regex;
+    matcher_regex *regex;
   } value;
 } test;
 
@@ -228,14 +190,6 @@ static int64_t number_header(const msg *m, msg_header h)
   }
 }
 
-static bool regex_matches(const regex_t *re, strview s)
-{
-  regmatch_t bounds = { .rm_so = 0, .rm_eo = (regoff_t)s.len };
-
-  if (s.len > INT_MAX) return false; /* past what glibc's regoff_t (int) holds */
-  return regexec(re, s.ptr, 1, &bounds, REG_STARTEND) == 0;
-}
-
 static int compare_bytes(strview a, strview b)
 {
   uint32_t n = a.len < b.len ? a.len : b.len;
@@ -245,13 +199,17 @@ static int compare_bytes(strview a, strview b)
   return a.len < b.len ? LESS : a.len > b.len ? GREATER : EQUAL;
 }
 
-/* A string test: the literal is a string or a regex. */
+/* A string test: the literal is a string or a regex. A regex that hit a
+ * limit (matcher_regex.h) answers neither =~ nor !~: the test is false, as
+ * for a value of the wrong kind (and the regex logs it, once). */
 static bool test_string(const test *t, strview s)
 {
   strview lit;
 
-  if (t->value_kind == VALUE_REGEX)
-    return regex_matches(t->value.regex, s) == (t->op == OP_MATCH);
+  if (t->value_kind == VALUE_REGEX) {
+    matcher_regex_result r = matcher_regex_match(t->value.regex, s.ptr, s.len);
+    return r != MATCHER_REGEX_FAILED && (r == MATCHER_REGEX_MATCH) == (t->op == OP_MATCH);
+  }
   lit = t->value.string;
   if (t->op == OP_EQ || t->op == OP_NE) {
     bool equal = s.len == lit.len && (!s.len || memcmp(s.ptr, lit.ptr, s.len) == 0);
@@ -452,10 +410,7 @@ static bool add_test(parser *p, test *t)
     uint32_t cap = p->tests_cap ? 2 * p->tests_cap : 8;
     test *tests = realloc(mt->tests, cap * sizeof *tests);
     if (!tests) {
-      if (t->value_kind == VALUE_REGEX) {
-        regfree(t->value.regex);
-        free(t->value.regex);
-      }
+      if (t->value_kind == VALUE_REGEX) matcher_regex_free(t->value.regex);
       return fail_out_of_memory(p);
     }
     mt->tests = tests;
@@ -668,16 +623,15 @@ static bool parse_string(parser *p, strview *out)
 }
 
 /* Reads /pattern/ and compiles it. The pattern is unescaped into the pool's
- * free tail as scratch: regcomp() keeps its own copy. */
+ * free tail as scratch: PCRE2 keeps its own copy. */
 static bool parse_regex(parser *p, test *t)
 {
   const char *s = p->src;
   const size_t at = p->pos;
   char *pattern = p->mt->pool + p->pool_len;
   char reason[128];
-  size_t n = 0, i;
-  regex_t *re;
-  int rc;
+  size_t n = 0, i, offset;
+  matcher_regex *re;
 
   for (i = at + 1; s[i] != '/'; i++) {
     if (s[i] == '\0' || (s[i] == '\\' && s[i + 1] == '\0'))
@@ -686,18 +640,8 @@ static bool parse_regex(parser *p, test *t)
     if (s[i] == '\\' && s[++i] != '/') pattern[n++] = '\\';
     pattern[n++] = s[i];
   }
-  pattern[n] = '\0';
-  re = malloc(sizeof *re);
-  if (!re) return fail_out_of_memory(p);
-#ifdef BYPASS_ASAN_REGEXEC
-  pthread_once(&glibc_regexec_once, find_glibc_regexec);
-#endif
-  rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
-  if (rc != 0) {
-    regerror(rc, re, reason, sizeof reason);
-    free(re);
-    return fail(p, at, "invalid regex: %s", reason);
-  }
+  re = matcher_regex_compile(pattern, n, reason, sizeof reason, &offset);
+  if (!re) return fail(p, at, "invalid regex: %s (at byte %zu of the pattern)", reason, offset);
   t->value_kind = VALUE_REGEX;
   t->value.regex = re;
   p->pos = i + 1;
@@ -903,10 +847,7 @@ void matcher_free(matcher *mt)
 {
   if (!mt) return;
   for (uint32_t i = 0; i < mt->ntests; i++) {
-    if (mt->tests[i].value_kind == VALUE_REGEX) {
-      regfree(mt->tests[i].value.regex);
-      free(mt->tests[i].value.regex);
-    }
+    if (mt->tests[i].value_kind == VALUE_REGEX) matcher_regex_free(mt->tests[i].value.regex);
   }
   free(mt->tests);
   free(mt->pool);

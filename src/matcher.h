@@ -32,8 +32,9 @@ typedef struct matcher matcher;
  * reported as "out of memory". */
 matcher *matcher_compile(const char *expr, char *err, size_t errlen);
 
-/* True when message m satisfies the matcher. No allocation, no locking of
- * its own (glibc's regexec() takes an internal lock for =~ and !~). */
+/* True when message m satisfies the matcher. No locking, and no allocation
+ * but a thread's first regex match (matcher_regex.h). A regex that hits its
+ * match limit makes its =~ or !~ false, and logs that the first time. */
 bool matcher_eval(const matcher *mt, const msg *m);
 
 /* Frees a compiled matcher; NULL is allowed. */

@@ -295,7 +295,7 @@ static void test_bytes_fields(const msg *m)
   MATCHES(m, "Fields[blob] > 'a'");
   MATCHES(m, "Fields[blob] < 'a\\x01'");
   MATCHES(m, "Fields[blob] =~ /^a/");
-  MATCHES(m, "Fields[blob] =~ /b$/"); /* REG_STARTEND reads past the NUL */
+  MATCHES(m, "Fields[blob] =~ /b$/"); /* the regex reads past the NUL */
   REJECTS(m, "Fields[blob] !~ /b$/");
 }
 
@@ -406,6 +406,57 @@ static void test_regexes(const msg *m)
   MATCHES(m, "Fields[quote] =~ /C:\\\\dir$/");
   MATCHES(m, "Uuid =~ /^[0-9a-f]{8}-/");
   MATCHES(m, "Payload =~ //"); /* the empty pattern matches anything */
+}
+
+/* PCRE2 in UTF-8 mode with RE2's '$' (matcher_regex.h). */
+static void test_regex_dialect(void)
+{
+  msg m;
+
+  msg_init(&m);
+  set_string(&m, &m.payload, "caf\xc3\xa9 took 12ms\n");
+  add_bytes(&m, "raw", MSG_BYTES, "\xff\xfeok", 4);
+  MATCHES(&m, "Payload =~ /^caf.\\s/");      /* '.' is one character, not a byte */
+  MATCHES(&m, "Payload =~ /caf[\xc3\xa8\xc3\xa9]/"); /* classes of characters */
+  MATCHES(&m, "Payload =~ /\\d+ms\\n$/");
+  REJECTS(&m, "Payload =~ /ms$/");   /* '$' is the end only, not before a '\n' */
+  MATCHES(&m, "Payload =~ /(?i)CAF/"); /* inline flags */
+  MATCHES(&m, "Payload =~ /(?m)ms$/");
+  MATCHES(&m, "Payload =~ /\\btook\\b/");
+  MATCHES(&m, "Fields[raw] =~ /ok$/");   /* invalid UTF-8 before it is skipped */
+  REJECTS(&m, "Fields[raw] =~ /^.ok/");  /* and matches nothing */
+  COMPILE_ERROR_PREFIX("Payload =~ /a\\C/", "column 12: invalid regex: ");
+  msg_free(&m);
+}
+
+/* A pattern that backtracks exponentially ends at PCRE2's match limit: =~
+ * and !~ are both false (and the regex logs it once). */
+static void test_regex_limits(void)
+{
+  char payload[4097], err[256];
+  matcher *is, *is_not, *both;
+  msg m;
+
+  memset(payload, 'a', sizeof payload - 2);
+  payload[sizeof payload - 2] = 'b';
+  payload[sizeof payload - 1] = '\0';
+  msg_init(&m);
+  set_string(&m, &m.payload, payload);
+  is = matcher_compile("Payload =~ /^(a+)+$/", err, sizeof err);
+  is_not = matcher_compile("Payload !~ /^(a+)+$/", err, sizeof err);
+  both = matcher_compile("Payload =~ /^(a|aa)+$/ || Payload =~ /a{4095}b/", err, sizeof err);
+  CHECK(is && is_not && both);
+  if (is && is_not && both) {
+    CHECK(!matcher_eval(is, &m));
+    CHECK(!matcher_eval(is_not, &m));
+    CHECK(!matcher_eval(is_not, &m));
+    /* The || goes on to its next test, which does match. */
+    CHECK(matcher_eval(both, &m));
+  }
+  matcher_free(is);
+  matcher_free(is_not);
+  matcher_free(both);
+  msg_free(&m);
 }
 
 static void test_logic(const msg *m)
@@ -651,6 +702,8 @@ int main(void)
   test_nil(&sample);
   test_indexes(&sample);
   test_regexes(&sample);
+  test_regex_dialect();
+  test_regex_limits();
   test_logic(&sample);
   test_long_expressions(&sample);
   test_reuse(&sample);

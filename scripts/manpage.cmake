@@ -1,0 +1,43 @@
+# cmake -DBIN=lumberjit -DOUT=lumberjit.1 -DDATA_DIR=share/lumberjit -P manpage.cmake
+#
+# Writes lumberjit's manual page from its own --help and --version, so the
+# page says what the binary does and cannot drift from it. The help text goes
+# in verbatim (.nf): it is already laid out for a terminal.
+execute_process(COMMAND "${BIN}" --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${BIN} --help failed")
+endif()
+execute_process(COMMAND "${BIN}" --version OUTPUT_VARIABLE version RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${BIN} --version failed")
+endif()
+string(REGEX MATCH "^lumberjit [^ \n]+" title "${version}")
+string(REPLACE "lumberjit " "" number "${title}")
+
+# roff: a backslash is written \e; a line may not start with . or '.
+foreach(text help version)
+  string(REPLACE "\\" "\\e" ${text} "${${text}}")
+  string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" ${text} "${${text}}")
+endforeach()
+
+file(WRITE "${OUT}" ".TH LUMBERJIT 1 \"\" \"lumberjit ${number}\" \"User Commands\"
+.SH NAME
+lumberjit \\- a log collector with sandboxed LuaJIT decoders and encoders
+.SH SYNOPSIS
+.nf
+${help}.fi
+.SH FILES
+PREFIX is the folder above the one that holds the lumberjit binary.
+.TP
+.I PREFIX/${DATA_DIR}/sandbox
+the bundled plugins: a plugin's \\fBfilename\\fR is looked up beside the
+configuration file, then here
+.TP
+.I PREFIX/${DATA_DIR}/lua_modules
+the Lua modules plugins may require
+.SH VERSION
+.nf
+${version}.fi
+.SH SEE ALSO
+README.md and the examples, in the package's documentation folder.
+")
