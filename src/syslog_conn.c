@@ -257,7 +257,7 @@ void syslog_conn_accept(syslog_listener *l)
   }
   c->src->conn = c;
   c->src->from = c->peer[0] ? c->peer : NULL;
-  frame_init(&c->frame, l->framing, l->max_line);
+  frame_init(&c->frame, l->framing, l->max_line, l->keep_cr);
   c->next = l->conns;
   l->conns = c;
   l->nconns++;

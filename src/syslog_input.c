@@ -172,6 +172,7 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
   if (!l) goto fail;
   *l = (syslog_listener){.pi = pi, .transport = cfg->transport,
                          .framing = cfg->framing, .max_line = p->max_line,
+                         .keep_cr = p->keep_cr,
                          .max_connections = cfg->max_connections,
                          .idle_timeout_ms = cfg->idle_timeout_ms,
                          .receive_buffer = cfg->receive_buffer};

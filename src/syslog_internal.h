@@ -45,6 +45,7 @@ typedef struct {
   syslog_transport transport;
   framing framing;
   size_t max_line;
+  bool keep_cr;             /* a CR before a message's ending LF stays */
   uint64_t max_connections, idle_timeout_ms, receive_buffer;
   char *path;               /* unix sockets: removed at the end */
   bool bound_path;          /* the socket file is ours to remove */

@@ -45,22 +45,22 @@ static void on_malformed(void *ud, const char *bytes, size_t len,
 
 /* Feeds the stream whole, then again one byte at a time: both must give
  * the same frames. Returns the byte-at-a-time result in *g. */
-static void frames(framing mode, size_t max, const char *stream, bool end,
-                   got *g)
+static void frames_cr(framing mode, size_t max, bool keep_cr,
+                      const char *stream, bool end, got *g)
 {
   frame_handler h = {on_message, on_malformed, NULL};
   got whole = {0};
   frame_reader f;
 
   h.ud = &whole;
-  frame_init(&f, mode, max);
+  frame_init(&f, mode, max, keep_cr);
   frame_feed(&f, stream, strlen(stream), &h);
   if (end) frame_end(&f, &h);
   frame_free(&f);
 
   *g = (got){0};
   h.ud = g;
-  frame_init(&f, mode, max);
+  frame_init(&f, mode, max, keep_cr);
   for (size_t i = 0; stream[i]; i++) frame_feed(&f, &stream[i], 1, &h);
   if (end) frame_end(&f, &h);
   frame_free(&f);
@@ -68,6 +68,13 @@ static void frames(framing mode, size_t max, const char *stream, bool end,
   for (int i = 0; i < whole.n && i < MAX_OUT; i++)
     CHECK(strcmp(whole.text[i], g->text[i]) == 0 &&
           whole.piece[i] == g->piece[i] && whole.bad[i] == g->bad[i]);
+}
+
+/* The rule of every input: a CR before a line's LF goes. */
+static void frames(framing mode, size_t max, const char *stream, bool end,
+                   got *g)
+{
+  frames_cr(mode, max, false, stream, end, g);
 }
 
 static void test_octet_counted(void)
@@ -81,6 +88,27 @@ static void test_octet_counted(void)
   CHECK(strcmp(g.text[1], "<1>x") == 0);
   /* An LF between frames is skipped; one inside a frame is its own. */
   CHECK(strcmp(g.text[2], "<13>e\nf g h ") == 0);
+}
+
+/* A frame whose message ends in LF loses it (and the CR before it unless
+ * keep_cr), as rsyslog drops it; an LF or CR inside stays. */
+static void test_octet_counted_line_ends(void)
+{
+  got g;
+
+  frames(FRAMING_AUTO, 100, "6 <1>ab\n7 <1>ab\r\n6 <1>a\nb5 <1>a\r", true, &g);
+  CHECK(g.n == 4);
+  CHECK(strcmp(g.text[0], "<1>ab") == 0);
+  CHECK(strcmp(g.text[1], "<1>ab") == 0);
+  CHECK(strcmp(g.text[2], "<1>a\nb") == 0);
+  CHECK(strcmp(g.text[3], "<1>a\r") == 0); /* no LF after it: it stays */
+  frames_cr(FRAMING_AUTO, 100, true, "7 <1>ab\r\n2 \r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "<1>ab\r") == 0 &&
+        strcmp(g.text[1], "\r") == 0);
+  /* A frame of only its LF is no message; max bytes and an LF are one
+   * message, not two pieces. */
+  frames(FRAMING_AUTO, 4, "1 \n5 abcd\n", true, &g);
+  CHECK(g.n == 1 && strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 0);
 }
 
 static void test_newline(void)
@@ -101,6 +129,12 @@ static void test_newline(void)
   /* Configured newline framing never reads counts. */
   frames(FRAMING_NEWLINE, 100, "5 <1>a\n", true, &g);
   CHECK(g.n == 1 && strcmp(g.text[0], "5 <1>a") == 0);
+  /* keep_cr keeps it; a CR inside a line stays either way. */
+  frames_cr(FRAMING_AUTO, 100, true, "<13>one\r\n<13>a\rb\r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "<13>one\r") == 0 &&
+        strcmp(g.text[1], "<13>a\rb\r") == 0);
+  frames(FRAMING_AUTO, 100, "<13>a\rb\r\n", true, &g);
+  CHECK(g.n == 1 && strcmp(g.text[0], "<13>a\rb") == 0);
 }
 
 static void test_pieces(void)
@@ -152,17 +186,24 @@ static void test_datagrams(void)
   got g = {0};
 
   h.ud = &g;
-  frame_datagram(100, "<13>a\n", 6, &h);
-  frame_datagram(100, "\n", 1, &h);
-  frame_datagram(3, "abcdefg", 7, &h);
+  frame_datagram(100, false, "<13>a\n", 6, &h);
+  frame_datagram(100, false, "\n", 1, &h);
+  frame_datagram(3, false, "abcdefg", 7, &h);
   CHECK(g.n == 4 && strcmp(g.text[0], "<13>a") == 0 && g.piece[0] == 0);
   CHECK(strcmp(g.text[1], "abc") == 0 && g.piece[1] == 1 &&
         strcmp(g.text[3], "g") == 0 && g.piece[3] == 3);
+  g = (got){0};
+  frame_datagram(100, false, "<13>b\r\n", 7, &h);
+  frame_datagram(100, true, "<13>c\r\n", 7, &h);
+  frame_datagram(100, false, "<13>d\r", 6, &h);
+  CHECK(g.n == 3 && strcmp(g.text[0], "<13>b") == 0 &&
+        strcmp(g.text[1], "<13>c\r") == 0 && strcmp(g.text[2], "<13>d\r") == 0);
 }
 
 int main(void)
 {
   test_octet_counted();
+  test_octet_counted_line_ends();
   test_newline();
   test_pieces();
   test_malformed();
