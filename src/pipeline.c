@@ -544,12 +544,19 @@ static void log_summary(pipeline *pl)
             "max_line, %" PRIu64 " pieces truncated), %" PRIu64 " dead-letter "
             "records", in->name, in->records, in->overlong, in->truncated,
             in->dead);
-    if (in->kind && strcmp(in->kind, "syslog") == 0)
-      log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
-              "max_connections, %" PRIu64 " closed idle), %" PRIu64
-              " malformed frames, %" PRIu64 " datagrams dropped", in->name,
-              in->connections, in->refused, in->idle_closed, in->malformed,
-              in->dropped);
+    if (!in->kind || strcmp(in->kind, "syslog") != 0) continue;
+    log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
+            "max_connections, %" PRIu64 " closed idle), %" PRIu64
+            " malformed frames, %" PRIu64 " datagrams dropped", in->name,
+            in->connections, in->refused, in->idle_closed, in->malformed,
+            in->dropped);
+    log_msg("input '%s': connection slots: %" PRIu64 " refused over "
+            "max_connections_per_address, %" PRIu64 " refused for want of "
+            "a file descriptor, %" PRIu64 " silent closed to make room, "
+            "%" PRIu64 " closed past tls_handshake_timeout_ms, %" PRIu64
+            " closed past first_message_timeout_ms", in->name,
+            in->refused_address, in->refused_fd, in->evicted,
+            in->handshake_late, in->message_late);
   }
   for (size_t i = 0; i < st->noutputs; i++) {
     output_sink *o = &pl->outputs[i].sink;

@@ -22,11 +22,14 @@ typedef struct pipeline pipeline;
 typedef struct {
   const char *name;
   uint64_t records, overlong, truncated, dead;
-  /* A syslog_input's (kind "syslog"): connections accepted, refused over
-   * max_connections, closed idle; frames that were no syslog frames;
+  /* A syslog_input's (kind "syslog"): connections accepted; refused over
+   * max_connections, over max_connections_per_address, for want of a file
+   * descriptor; closed silent to make room, with a TLS handshake or a
+   * first message late, idle; frames that were no syslog frames;
    * datagrams the kernel dropped while the socket was not read. */
   const char *kind;
-  uint64_t connections, refused, idle_closed, malformed, dropped;
+  uint64_t connections, refused, refused_address, refused_fd, evicted,
+      handshake_late, message_late, idle_closed, malformed, dropped;
 } pipeline_input_stats;
 
 typedef struct {

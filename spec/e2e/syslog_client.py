@@ -18,11 +18,14 @@ tls://HOST:PORT, udp://HOST:PORT, unix:/path (datagrams), unix-stream:/path.
       client that keeps its connection). For udp:// and unix: each line of FILE is one datagram.
       TLS: the server is verified against --ca (by its IP address or name).
 
-  syslog_client.py hold ADDRESS N [--ca CA] [--cert CERT --key KEY]
+  syslog_client.py hold ADDRESS N [--speak --go FILE] [--ca CA]
+                        [--cert CERT --key KEY]
       Opens N connections and keeps them open, then opens one more and
       prints "extra: closed by server" when the server closes it within 5 s,
       else "extra: open"; then sends "<13>held I\\n" on each of the N (I from
-      1) and closes them. For max_connections.
+      1) and closes them. With --speak the N send first, and the extra is
+      opened once FILE exists (the spec saw their messages arrive). For
+      max_connections.
 
 Exit status: 0 when every byte was handed to the kernel, 1 on a failure to
 connect or send (the error on stderr), 2 on bad arguments. To add a
@@ -30,6 +33,7 @@ behaviour: a new option of `send`, or a new subcommand with its function.
 """
 
 import argparse
+import os
 import socket
 import ssl
 import struct
@@ -118,14 +122,25 @@ def send(args):
     return 0
 
 
+def wait_for_file(path, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not os.path.exists(path):
+        time.sleep(0.05)
+
+
 def hold(args):
     scheme, target = parse_address(args.address)
     held = [connect(scheme, target, args) for _ in range(args.n)]
+    if args.speak:
+        for i, sock in enumerate(held, 1):
+            sock.sendall(b"<13>held %d\n" % i)
+        wait_for_file(args.go, 30)
     extra = connect(scheme, target, args)
-    print("extra: closed by server" if wait_for_close(extra, 5) else "extra: open")
+    print("extra: closed by server" if wait_for_close(extra, 5) else "extra: open", flush=True)
     extra.close()
     for i, sock in enumerate(held, 1):
-        sock.sendall(b"<13>held %d\n" % i)
+        if not args.speak:
+            sock.sendall(b"<13>held %d\n" % i)
         sock.close()
     return 0
 
@@ -143,6 +158,8 @@ def main():
     hold_parser = commands.add_parser("hold")
     hold_parser.add_argument("address")
     hold_parser.add_argument("n", type=int)
+    hold_parser.add_argument("--speak", action="store_true")
+    hold_parser.add_argument("--go")
     for p in (send_parser, hold_parser):
         p.add_argument("--ca")
         p.add_argument("--cert")

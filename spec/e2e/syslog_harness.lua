@@ -179,6 +179,22 @@ function h.summary(stderr, name)
            malformed = tonumber(malformed), dropped = tonumber(dropped) }
 end
 
+-- The syslog summary's connection slots line of input `name`:
+-- "input 'tcp': connection slots: 0 refused over max_connections_per_address,
+-- 0 refused for want of a file descriptor, 3 silent closed to make room, 0
+-- closed past tls_handshake_timeout_ms, 1 closed past first_message_timeout_ms"
+-- -> { refused_address = 0, refused_fd = 0, evicted = 3, handshake_late = 0,
+-- message_late = 1 }, or nil.
+function h.slots(stderr, name)
+  local pattern = "input '" .. name:gsub("%p", "%%%0") .. "': connection slots: (%d+) refused over "
+    .. "max_connections_per_address, (%d+) refused for want of a file descriptor, (%d+) silent closed to "
+    .. "make room, (%d+) closed past tls_handshake_timeout_ms, (%d+) closed past first_message_timeout_ms"
+  local address, fd, evicted, handshake, message = (stderr or ""):match(pattern)
+  if not address then return nil end
+  return { refused_address = tonumber(address), refused_fd = tonumber(fd), evicted = tonumber(evicted),
+           handshake_late = tonumber(handshake), message_late = tonumber(message) }
+end
+
 -- How many times each value of records[i][key] occurs.
 function h.count(records, key)
   local seen = {}
