@@ -27,6 +27,15 @@ tls://HOST:PORT, udp://HOST:PORT, unix:/path (datagrams), unix-stream:/path.
       opened once FILE exists (the spec saw their messages arrive). For
       max_connections.
 
+  syslog_client.py silent ADDRESS N [--hosts K] [--go FILE]
+      Opens N plain TCP connections that send nothing (to a tls:// address
+      too: no handshake), their source addresses 127.0.0.2, 127.0.0.3, ...
+      in turn over K hosts (default 1), prints "open N", waits until FILE
+      exists (at most 60 s), prints "closed by server: M" (how many the
+      server had closed), and closes them. For connection slots.
+
+  --source IP (send, hold): the source address to connect from.
+
 Exit status: 0 when every byte was handed to the kernel, 1 on a failure to
 connect or send (the error on stderr), 2 on bad arguments. To add a
 behaviour: a new option of `send`, or a new subcommand with its function.
@@ -63,7 +72,8 @@ def connect(scheme, target, args):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(target)
         return sock
-    sock = socket.create_connection(target, timeout=10)
+    source = (args.source, 0) if getattr(args, "source", None) else None
+    sock = socket.create_connection(target, timeout=10, source_address=source)
     if scheme == "tls":
         sock = tls_context(args).wrap_socket(sock, server_hostname=target[0])
     return sock
@@ -145,6 +155,31 @@ def hold(args):
     return 0
 
 
+def closed_by_server(sock):
+    """Whether the server closed it (EOF or reset), without waiting."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def silent(args):
+    _, target = parse_address(args.address)
+    socks = []
+    for i in range(args.n):
+        source = "127.0.0.%d" % (2 + i % args.hosts)
+        socks.append(socket.create_connection(target, timeout=10, source_address=(source, 0)))
+    print("open %d" % len(socks), flush=True)
+    wait_for_file(args.go, 60)
+    print("closed by server: %d" % sum(closed_by_server(s) for s in socks), flush=True)
+    for sock in socks:
+        sock.close()
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -160,13 +195,19 @@ def main():
     hold_parser.add_argument("n", type=int)
     hold_parser.add_argument("--speak", action="store_true")
     hold_parser.add_argument("--go")
+    silent_parser = commands.add_parser("silent")
+    silent_parser.add_argument("address")
+    silent_parser.add_argument("n", type=int)
+    silent_parser.add_argument("--hosts", type=int, default=1)
+    silent_parser.add_argument("--go")
     for p in (send_parser, hold_parser):
         p.add_argument("--ca")
         p.add_argument("--cert")
         p.add_argument("--key")
+        p.add_argument("--source")
     args = parser.parse_args()
     try:
-        return send(args) if args.command == "send" else hold(args)
+        return {"send": send, "hold": hold, "silent": silent}[args.command](args)
     except (OSError, ssl.SSLError) as error:
         print("syslog_client.py: %s: %s" % (args.address, error), file=sys.stderr)
         return 1
