@@ -21,8 +21,10 @@
  *
  * Descriptors. Accepting leaves the run's reserve (FD_LIMIT_RESERVED,
  * fd_limit.h) free: a connection given a descriptor in it, or an accept
- * that fails with EMFILE or ENFILE, first closes the oldest silent
- * connection; with none, accepting pauses and the connections wait in the
+ * that fails with EMFILE or ENFILE, first closes the oldest connection
+ * silent for SYSLOG_FD_WAIT_MS (as long as one queued may wait: a client
+ * that has just connected is not closed for being slower than the
+ * kernel); with none, accepting pauses and the connections wait in the
  * kernel's queue, served as descriptors come free (tried every
  * SYSLOG_FD_RETRY_MS). After SYSLOG_FD_WAIT_MS with none free, those
  * waiting are refused: taken with a spare descriptor kept for it (or a
@@ -76,24 +78,31 @@ static int accept_one(syslog_listener *l, struct sockaddr_storage *sa)
                  SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
 
-/* The oldest silent connection (from peer, unless NULL), closed to make
- * room; false when there is none. */
-static bool evict(syslog_listener *l, const char *peer, const char *why)
+/* The oldest connection silent for min_ms at least (from peer, unless
+ * NULL), closed to make room; false when there is none. One whose bytes
+ * were waiting unread is no silent one: it is read, and the next oldest
+ * looked for. */
+static bool evict(syslog_listener *l, const char *peer, uint64_t min_ms,
+                  const char *why)
 {
-  syslog_conn *oldest = NULL;
+  uint64_t now = uv_now(loop_of(l));
 
-  for (syslog_conn *c = l->conns; c; c = c->next)
-    if (syslog_conn_silent(c) && (!peer || strcmp(c->peer, peer) == 0))
-      oldest = c;
-  if (!oldest) return false;
-  syslog_tally_note(l, &l->evicted, "closed a silent connection from %s "
-                    "(no message for %llu ms) to make room: %s",
-                    oldest->label,
-                    (unsigned long long)(uv_now(loop_of(l)) -
-                                         oldest->waiting_since),
-                    why);
-  syslog_conn_drain(oldest);
-  return true;
+  for (;;) {
+    syslog_conn *oldest = NULL;
+    for (syslog_conn *c = l->conns; c; c = c->next)
+      if (syslog_conn_silent(c) && now - c->waiting_since >= min_ms &&
+          (!peer || strcmp(c->peer, peer) == 0))
+        oldest = c;
+    if (!oldest) return false;
+    syslog_conn_read_queued(oldest);
+    if (!syslog_conn_silent(oldest)) continue;
+    syslog_tally_note(l, &l->evicted, "closed a silent connection from %s "
+                      "(no message for %llu ms) to make room: %s",
+                      oldest->label,
+                      (unsigned long long)(now - oldest->waiting_since), why);
+    syslog_conn_drain(oldest);
+    return true;
+  }
 }
 
 /* Connections open from peer. */
@@ -116,7 +125,7 @@ static void admit(syslog_listener *l, int fd, const struct sockaddr *sa)
     snprintf(why, sizeof why, "max_connections_per_address (%llu) reached "
              "by %s", (unsigned long long)l->max_connections_per_address,
              peer);
-    if (!evict(l, peer, why)) {
+    if (!evict(l, peer, 0, why)) {
       close(fd);
       syslog_tally_note(l, &l->refused_address, "refused a connection from "
                         "%s: %s, none of them silent", label, why);
@@ -126,7 +135,7 @@ static void admit(syslog_listener *l, int fd, const struct sockaddr *sa)
   if (l->nconns >= l->max_connections) {
     snprintf(why, sizeof why, "max_connections (%llu) reached",
              (unsigned long long)l->max_connections);
-    if (!evict(l, NULL, why)) {
+    if (!evict(l, NULL, 0, why)) {
       close(fd);
       syslog_tally_note(l, &l->refused, "refused a connection from %s: %s, "
                         "none of them silent", label, why);
@@ -178,10 +187,11 @@ static bool descriptor_free(const syslog_listener *l)
 static void on_fd_retry(uv_timer_t *t);
 
 /* No descriptor to spare for waiting connections: room is made by closing
- * a silent one (true), or accepting waits for one (false). */
+ * a connection silent for as long as they may wait (true), or accepting
+ * waits for one (false). */
 static bool make_room(syslog_listener *l, const char *what)
 {
-  if (evict(l, NULL, what)) return true;
+  if (evict(l, NULL, SYSLOG_FD_WAIT_MS, what)) return true;
   if (l->stopping) {
     refuse_waiting(l);
     return false;
@@ -243,7 +253,8 @@ static void on_fd_retry(uv_timer_t *t)
   bool free_one;
 
   if (l->server_fd < 0 || l->stopping) return;
-  free_one = descriptor_free(l);
+  free_one = descriptor_free(l) ||
+             evict(l, NULL, SYSLOG_FD_WAIT_MS, "out of file descriptors");
   if (!free_one &&
       uv_now(loop_of(l)) - l->fd_short_since < SYSLOG_FD_WAIT_MS) {
     uv_timer_start(t, on_fd_retry, SYSLOG_FD_RETRY_MS, 0);

@@ -329,7 +329,7 @@ bool syslog_conn_quiet(const syslog_conn *c, uint64_t now, uint64_t ms)
   return !c->held && now - c->last_read >= ms;
 }
 
-void syslog_conn_drain(syslog_conn *c)
+void syslog_conn_read_queued(syslog_conn *c)
 {
   uv_os_fd_t fd;
   int queued = 0;
@@ -341,8 +341,17 @@ void syslog_conn_drain(syslog_conn *c)
       size_t want = (size_t)queued < SYSLOG_READ_SIZE ? (size_t)queued
                                                       : SYSLOG_READ_SIZE;
       ssize_t n = recv(fd, c->l->readbuf, want, MSG_DONTWAIT);
-      if (n <= 0 || !take(c, c->l->readbuf, (size_t)n)) break;
+      if (n <= 0) break;
+      if (!take(c, c->l->readbuf, (size_t)n)) {
+        end(c);
+        return;
+      }
       queued -= (int)n;
     }
+}
+
+void syslog_conn_drain(syslog_conn *c)
+{
+  syslog_conn_read_queued(c);
   end(c);
 }

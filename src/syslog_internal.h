@@ -162,6 +162,8 @@ bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
 bool syslog_conn_silent(const syslog_conn *c);
 /* Holds or resumes reading (pipeline_internal.h's hold). */
 void syslog_conn_hold(syslog_conn *c, bool hold);
+/* Reads what the kernel holds for it now (held or not). */
+void syslog_conn_read_queued(syslog_conn *c);
 /* Stopping, or closing it to make room: reads what the kernel holds, then
  * ends the connection. */
 void syslog_conn_drain(syslog_conn *c);

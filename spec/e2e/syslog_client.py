@@ -27,12 +27,14 @@ tls://HOST:PORT, udp://HOST:PORT, unix:/path (datagrams), unix-stream:/path.
       opened once FILE exists (the spec saw their messages arrive). For
       max_connections.
 
-  syslog_client.py silent ADDRESS N [--hosts K] [--go FILE]
-      Opens N plain TCP connections that send nothing (to a tls:// address
-      too: no handshake), their source addresses 127.0.0.2, 127.0.0.3, ...
-      in turn over K hosts (default 1), prints "open N", waits until FILE
-      exists (at most 60 s), prints "closed by server: M" (how many the
-      server had closed), and closes them. For connection slots.
+  syslog_client.py crowd ADDRESS N [--hosts K] [--speak] [--go FILE]
+      Opens N plain TCP connections (to a tls:// address too: no
+      handshake), their source addresses 127.0.0.2, 127.0.0.3, ... in turn
+      over K hosts (default 1), that send nothing, or with --speak
+      "<13>crowd I\\n" each as it opens (I from 1); prints "open N", waits until
+      FILE exists (at most 60 s), prints "closed by server: M" (how many
+      the server had closed), and closes them. For connection slots and
+      file descriptors.
 
   --source IP (send, hold): the source address to connect from.
 
@@ -166,12 +168,14 @@ def closed_by_server(sock):
         return True
 
 
-def silent(args):
+def crowd(args):
     _, target = parse_address(args.address)
     socks = []
-    for i in range(args.n):
-        source = "127.0.0.%d" % (2 + i % args.hosts)
+    for i in range(1, args.n + 1):
+        source = "127.0.0.%d" % (2 + (i - 1) % args.hosts)
         socks.append(socket.create_connection(target, timeout=10, source_address=(source, 0)))
+        if args.speak:
+            socks[-1].sendall(b"<13>crowd %d\n" % i)
     print("open %d" % len(socks), flush=True)
     wait_for_file(args.go, 60)
     print("closed by server: %d" % sum(closed_by_server(s) for s in socks), flush=True)
@@ -195,11 +199,12 @@ def main():
     hold_parser.add_argument("n", type=int)
     hold_parser.add_argument("--speak", action="store_true")
     hold_parser.add_argument("--go")
-    silent_parser = commands.add_parser("silent")
-    silent_parser.add_argument("address")
-    silent_parser.add_argument("n", type=int)
-    silent_parser.add_argument("--hosts", type=int, default=1)
-    silent_parser.add_argument("--go")
+    crowd_parser = commands.add_parser("crowd")
+    crowd_parser.add_argument("address")
+    crowd_parser.add_argument("n", type=int)
+    crowd_parser.add_argument("--hosts", type=int, default=1)
+    crowd_parser.add_argument("--speak", action="store_true")
+    crowd_parser.add_argument("--go")
     for p in (send_parser, hold_parser):
         p.add_argument("--ca")
         p.add_argument("--cert")
@@ -207,7 +212,7 @@ def main():
         p.add_argument("--source")
     args = parser.parse_args()
     try:
-        return {"send": send, "hold": hold, "silent": silent}[args.command](args)
+        return {"send": send, "hold": hold, "crowd": crowd}[args.command](args)
     except (OSError, ssl.SSLError) as error:
         print("syslog_client.py: %s: %s" % (args.address, error), file=sys.stderr)
         return 1

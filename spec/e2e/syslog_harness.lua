@@ -113,13 +113,19 @@ end
 -- beside it) and waits until every syslog_input of the config has logged its
 -- address. Returns { dir, address = { NAME = "tcp://127.0.0.1:PORT" },
 -- port = { NAME = PORT }, host = { NAME = HOST }, path = { NAME = PATH } }.
-function h.start(config, files)
+-- opts.max_files: its RLIMIT_NOFILE, soft and hard (`ulimit -n`; lumberjit
+-- raises the soft limit to the hard one).
+function h.start(config, files, opts)
   local dir = run.tmpdir()
   config = config:gsub("%$DIR", dir)
   run.write(dir .. "/config.lua", config)
   for name, text in pairs(files or {}) do run.write(dir .. "/" .. name, text) end
   local listeners = select(2, config:gsub('type%s*=%s*"syslog_input"', ""))
-  h.spawn(dir, "lumberjit", run.quote(run.bin) .. " -c config.lua", 120)
+  local cmd = run.quote(run.bin) .. " -c config.lua"
+  if opts and opts.max_files then
+    cmd = "sh -c " .. run.quote(string.format("ulimit -n %d && exec %s", opts.max_files, cmd))
+  end
+  h.spawn(dir, "lumberjit", cmd, 120)
   local address = {}
   h.wait_until(function()
     address = listening(run.read(dir .. "/lumberjit.err"))

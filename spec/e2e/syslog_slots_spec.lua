@@ -22,7 +22,7 @@ end
 -- Opens n silent connections to address from `hosts` addresses in the
 -- background as `name`; returns once they are open.
 local function silent(lj, name, address, n, hosts)
-  h.spawn(lj.dir, name, string.format("python3 %s silent %s %d --hosts %d --go %s.go", h.quote(h.client), address,
+  h.spawn(lj.dir, name, string.format("python3 %s crowd %s %d --hosts %d --go %s.go", h.quote(h.client), address,
     n, hosts, name), 120)
   assert.is_true(h.wait_until(function() return (h.read(lj.dir .. "/" .. name .. ".out") or ""):find("open") end, 60),
     h.read(lj.dir .. "/" .. name .. ".err"))
