@@ -132,7 +132,7 @@ static void admit(syslog_listener *l, int fd, const struct sockaddr *sa)
       return;
     }
   }
-  if (l->nconns >= l->max_connections) {
+  if (l->slots_taken >= l->max_connections) {
     snprintf(why, sizeof why, "max_connections (%llu) reached",
              (unsigned long long)l->max_connections);
     if (!evict(l, NULL, 0, why)) {
@@ -168,7 +168,7 @@ static void refuse_waiting(syslog_listener *l)
     syslog_tally_note(l, &l->refused_fd, "refused a connection from %s: "
                       "no file descriptor came free within %d ms (limit "
                       "%llu, %zu connections open)", label, SYSLOG_FD_WAIT_MS,
-                      (unsigned long long)fd_limit_current(), l->nconns);
+                      (unsigned long long)fd_limit_current(), l->slots_taken);
   }
   l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -201,7 +201,7 @@ static bool make_room(syslog_listener *l, const char *what)
     syslog_tally_note(l, &l->fd_waits, "%s (limit %llu, %zu connections "
                       "open, none silent): new connections wait in the "
                       "kernel's queue for one, at most %d ms", what,
-                      (unsigned long long)fd_limit_current(), l->nconns,
+                      (unsigned long long)fd_limit_current(), l->slots_taken,
                       SYSLOG_FD_WAIT_MS);
   }
   uv_poll_stop(&l->server);

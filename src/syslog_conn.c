@@ -161,6 +161,7 @@ static void end(syslog_conn *c)
 
   if (c->ended) return;
   c->ended = true;
+  c->l->slots_taken--;
   uv_read_stop(&c->h.stream);
   uv_timer_stop(&c->deadline);
   frame_end(&c->frame, &h);
@@ -296,6 +297,7 @@ bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
   c->next = l->conns;
   l->conns = c;
   l->nconns++;
+  l->slots_taken++;
   l->connections++;
   c->waiting_since = c->last_read = uv_now(loop);
   arm_deadline(c);

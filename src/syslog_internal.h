@@ -86,7 +86,8 @@ typedef struct {
   uint64_t fd_short_since;  /* uv_now accepting began to wait; 0: not */
   char *readbuf;            /* SYSLOG_READ_SIZE */
   syslog_conn *conns;       /* newest first */
-  size_t nconns;
+  size_t nconns;            /* in the list: ended ones stay until freed */
+  size_t slots_taken;       /* connections not ended */
 
   syslog_dgram *dgram;      /* datagram sockets */
 
