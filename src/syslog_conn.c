@@ -118,9 +118,9 @@ static bool take(syslog_conn *c, const char *bytes, size_t len)
   rc = tls_session_feed(c->tls, bytes, len, on_plain, c, &c->tls_out, why,
                         sizeof why);
   send_tls(c);
-  if (rc != 0)
-    log_msg("input '%s': connection from %s: %s", c->l->pi->name, c->label,
-            why);
+  if (rc != 0) /* bounded: anyone can fail handshakes as fast as they like */
+    syslog_tally_note(c->l, &c->l->tls_failed, "connection from %s: %s",
+                      c->label, why);
   return rc == 0 && !tls_session_closed(c->tls);
 }
 
