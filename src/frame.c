@@ -37,19 +37,34 @@ static void hand_piece(frame_reader *f, const frame_handler *h,
   else h->message(h->ud, bytes, len, ++f->piece);
 }
 
+/* The first max held bytes go on as a piece; the rest (a CR add kept past
+ * max) stays held. */
+static void hand_full(frame_reader *f, const frame_handler *h)
+{
+  size_t rest = f->held.len - f->max;
+
+  hand_piece(f, h, f->held.data, f->max);
+  memmove(f->held.data, f->held.data + f->max, rest);
+  f->held.len = rest;
+}
+
 /* Holds bytes of the current message; once it is known to be longer than
  * max (more bytes come while max are held), the held ones go on as a
- * piece. Out of memory, held and new bytes go on as pieces at once. */
+ * piece. A CR that comes last in a read once max are held is held past
+ * max: it may be the CR of the message's ending CRLF, no part of it
+ * (without_cr), and the next byte says. Out of memory, held and new bytes
+ * go on as pieces at once. */
 static void add(frame_reader *f, const frame_handler *h, const char *bytes,
                 size_t len)
 {
   while (len > 0) {
-    size_t take;
-    if (f->held.len == f->max) {
-      hand_piece(f, h, f->held.data, f->held.len);
-      f->held.len = 0;
+    bool cr_past_max = f->held.len == f->max && len == 1 && *bytes == '\r' &&
+                       !f->keep_cr;
+    size_t take = 1;
+    if (!cr_past_max) {
+      while (f->held.len >= f->max) hand_full(f, h);
+      take = f->max - f->held.len < len ? f->max - f->held.len : len;
     }
-    take = f->max - f->held.len < len ? f->max - f->held.len : len;
     if (!buf_append(&f->held, bytes, take)) {
       if (f->held.len > 0) hand_piece(f, h, f->held.data, f->held.len);
       f->held.len = 0;
@@ -72,6 +87,7 @@ static void end_message(frame_reader *f, const frame_handler *h,
     else if (len > 0) h->message(h->ud, bytes, len, 0);
   } else {
     add(f, h, bytes, len);
+    while (f->held.len > f->max) hand_full(f, h); /* a CR past max */
     if (garbage) h->malformed(h->ud, f->held.data, f->held.len, f->reason);
     else h->message(h->ud, f->held.data, f->held.len, f->piece ? ++f->piece : 0);
   }

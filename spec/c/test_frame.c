@@ -107,8 +107,9 @@ static void test_octet_counted_line_ends(void)
         strcmp(g.text[1], "\r") == 0);
   /* A frame of only its LF is no message; max bytes and an LF are one
    * message, not two pieces. */
-  frames(FRAMING_AUTO, 4, "1 \n5 abcd\n", true, &g);
-  CHECK(g.n == 1 && strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 0);
+  frames(FRAMING_AUTO, 4, "1 \n5 abcd\n6 abcd\r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 0 &&
+        strcmp(g.text[1], "abcd") == 0 && g.piece[1] == 0);
 }
 
 static void test_newline(void)
@@ -151,6 +152,29 @@ static void test_pieces(void)
   CHECK(g.n == 3 && g.piece[0] == 1 && g.piece[1] == 2 &&
         strcmp(g.text[1], "ef") == 0 && strcmp(g.text[2], "gh") == 0 &&
         g.piece[2] == 0);
+}
+
+/* A CRLF split from its message at max bytes, read by read: the CR goes
+ * with the LF, or is the next piece's first byte when no LF follows. */
+static void test_cr_at_max(void)
+{
+  got g;
+
+  frames(FRAMING_NEWLINE, 4, "abcd\r\nabcd\rx\nabcd\r", true, &g);
+  CHECK(g.n == 5);
+  CHECK(strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 0);
+  CHECK(strcmp(g.text[1], "abcd") == 0 && g.piece[1] == 1 &&
+        strcmp(g.text[2], "\rx") == 0 && g.piece[2] == 2);
+  /* The stream ended after the CR: it stays, in a piece of its own. */
+  CHECK(strcmp(g.text[3], "abcd") == 0 && g.piece[3] == 1 &&
+        strcmp(g.text[4], "\r") == 0 && g.piece[4] == 2);
+  frames(FRAMING_NEWLINE, 1, "x\r\ny\rz\n", true, &g);
+  CHECK(g.n == 4 && strcmp(g.text[0], "x") == 0 && g.piece[0] == 0 &&
+        strcmp(g.text[1], "y") == 0 && strcmp(g.text[2], "\r") == 0 &&
+        strcmp(g.text[3], "z") == 0 && g.piece[3] == 3);
+  frames_cr(FRAMING_NEWLINE, 4, true, "abcd\r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 1 &&
+        strcmp(g.text[1], "\r") == 0 && g.piece[1] == 2);
 }
 
 static void test_malformed(void)
@@ -206,6 +230,7 @@ int main(void)
   test_octet_counted_line_ends();
   test_newline();
   test_pieces();
+  test_cr_at_max();
   test_malformed();
   test_datagrams();
   return check_summary();
