@@ -67,9 +67,11 @@
  * output full, the source's worker behind) stops reading the source: a
  * stream then pushes back on its sender through TCP, a datagram socket
  * lets the kernel drop what does not fit in its buffer, and those drops
- * are counted (the kernel's count, SO_MEMINFO). Stopping closes the listeners, reads what the
- * kernel already holds for every socket, and ends each connection's last
- * message as the peer closing would.
+ * are counted (the kernel's count, SO_MEMINFO). Stopping takes the
+ * connections the kernel queued (as any, or refused and counted when no
+ * descriptor is left), closes the listeners, reads what the kernel already
+ * holds for every socket, and ends each connection's last message as the
+ * peer closing would.
  *
  * Sockets are bound while the pipeline is built, so an address in use
  * fails the start, before anything runs.
