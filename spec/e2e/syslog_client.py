@@ -45,6 +45,7 @@ behaviour: a new option of `send`, or a new subcommand with its function.
 
 import argparse
 import os
+import resource
 import socket
 import ssl
 import struct
@@ -170,6 +171,10 @@ def closed_by_server(sock):
 
 def crowd(args):
     _, target = parse_address(args.address)
+    # As many sockets as the hard limit allows.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     socks = []
     for i in range(1, args.n + 1):
         source = "127.0.0.%d" % (2 + (i - 1) % args.hosts)

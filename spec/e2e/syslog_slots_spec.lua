@@ -48,6 +48,13 @@ describe("syslog_input's connection slots", function()
   end
 
   it("lets real clients in past 1,000 silent connections on tcp:// and tls://, every message arriving", function()
+    -- lumberjit holds 2,000 connections (it raises its soft limit to the
+    -- hard one) beside its reserve.
+    local hard = tonumber(io.popen("sh -c 'ulimit -Hn'"):read("*l"))
+    if hard and hard < 4096 then
+      pending("RLIMIT_NOFILE's hard limit is " .. hard .. ": 2,000 connections do not fit")
+      return
+    end
     -- Deadlines far off, so that only making room is at work however
     -- slow the machine.
     local far = "tls_handshake_timeout_ms = 600000, first_message_timeout_ms = 600000"
