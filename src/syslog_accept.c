@@ -13,9 +13,11 @@
  * handshakes included); anyone who can reach the port can open silent
  * connections, so they never keep a sender out:
  *   - one address holds at most max_connections_per_address; one more from
- *     it closes its oldest silent connection, or is refused if it has none;
+ *     it closes its oldest silent connection, or is refused if it has none
+ *     (and none of its connections turns out closed by its peer, settle);
  *   - a full table (max_connections) closes the oldest silent connection,
- *     or refuses the new one if every connection has sent something;
+ *     or refuses the new one if every connection has sent something (and
+ *     is still open);
  *   - deadlines close silent connections (syslog_conn.c).
  * Unix stream sockets have no addresses: only the table's rule holds.
  *
@@ -115,32 +117,65 @@ static uint64_t connections_from(const syslog_listener *l, const char *peer)
   return n;
 }
 
+/* Reads what the kernel holds for the connections (from peer, unless
+ * NULL) that backpressure does not hold: those whose peer has closed end
+ * and give their slots back, so that a burst of short connections is not
+ * refused for slots already let go. At most once a millisecond of the
+ * loop's clock: it costs a few system calls a connection. */
+static void settle(syslog_listener *l, const char *peer)
+{
+  uint64_t now = uv_now(loop_of(l));
+
+  if (l->settled_at == now) return;
+  l->settled_at = now;
+  for (syslog_conn *c = l->conns; c; c = c->next)
+    if (!c->ended && !c->held && (!peer || strcmp(c->peer, peer) == 0))
+      syslog_conn_read_queued(c);
+}
+
+/* Whether peer's share of the slots is full, once room was looked for:
+ * its oldest silent connection closed, or those its peer closed given
+ * back (looking for a silent one reads them, and may find them closed). */
+static bool address_full(syslog_listener *l, const char *peer,
+                         const char *why)
+{
+  uint64_t cap = l->max_connections_per_address;
+
+  if (connections_from(l, peer) < cap || evict(l, peer, 0, why)) return false;
+  settle(l, peer);
+  return connections_from(l, peer) >= cap;
+}
+
+/* The same for the table (max_connections). */
+static bool table_full(syslog_listener *l, const char *why)
+{
+  if (l->slots_taken < l->max_connections || evict(l, NULL, 0, why))
+    return false;
+  settle(l, NULL);
+  return l->slots_taken >= l->max_connections;
+}
+
 /* A new connection: a slot is found for it, or it is refused. */
 static void admit(syslog_listener *l, int fd, const struct sockaddr *sa)
 {
   char peer[SYSLOG_ADDR_TEXT], label[160], why[160];
 
   name_peer(l, sa, peer, sizeof peer, label, sizeof label);
-  if (peer[0] && connections_from(l, peer) >= l->max_connections_per_address) {
-    snprintf(why, sizeof why, "max_connections_per_address (%llu) reached "
-             "by %s", (unsigned long long)l->max_connections_per_address,
-             peer);
-    if (!evict(l, peer, 0, why)) {
-      close(fd);
-      syslog_tally_note(l, &l->refused_address, "refused a connection from "
-                        "%s: %s, none of them silent", label, why);
-      return;
-    }
+  snprintf(why, sizeof why, "max_connections_per_address (%llu) reached by "
+           "%s", (unsigned long long)l->max_connections_per_address, peer);
+  if (peer[0] && address_full(l, peer, why)) {
+    close(fd);
+    syslog_tally_note(l, &l->refused_address, "refused a connection from "
+                      "%s: %s, none of them silent", label, why);
+    return;
   }
-  if (l->slots_taken >= l->max_connections) {
-    snprintf(why, sizeof why, "max_connections (%llu) reached",
-             (unsigned long long)l->max_connections);
-    if (!evict(l, NULL, 0, why)) {
-      close(fd);
-      syslog_tally_note(l, &l->refused, "refused a connection from %s: %s, "
-                        "none of them silent", label, why);
-      return;
-    }
+  snprintf(why, sizeof why, "max_connections (%llu) reached",
+           (unsigned long long)l->max_connections);
+  if (table_full(l, why)) {
+    close(fd);
+    syslog_tally_note(l, &l->refused, "refused a connection from %s: %s, "
+                      "none of them silent", label, why);
+    return;
   }
   if (!syslog_conn_open(l, fd, peer, label)) {
     close(fd);

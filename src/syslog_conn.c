@@ -335,10 +335,11 @@ void syslog_conn_read_queued(syslog_conn *c)
 {
   uv_os_fd_t fd;
   int queued = 0;
+  char next;
 
-  if (c->ended) return;
+  if (c->ended || uv_fileno(&c->h.handle, &fd) != 0) return;
   /* Only what is queued now: a sender that goes on cannot hold the stop. */
-  if (uv_fileno(&c->h.handle, &fd) == 0 && ioctl(fd, FIONREAD, &queued) == 0)
+  if (ioctl(fd, FIONREAD, &queued) == 0)
     while (queued > 0) {
       size_t want = (size_t)queued < SYSLOG_READ_SIZE ? (size_t)queued
                                                       : SYSLOG_READ_SIZE;
@@ -350,6 +351,7 @@ void syslog_conn_read_queued(syslog_conn *c)
       }
       queued -= (int)n;
     }
+  if (recv(fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) == 0) end(c); /* closed */
 }
 
 void syslog_conn_drain(syslog_conn *c)

@@ -84,6 +84,7 @@ typedef struct {
   uv_timer_t fd_retry;      /* out of descriptors: accepting again */
   bool fd_retry_open;
   uint64_t fd_short_since;  /* uv_now accepting began to wait; 0: not */
+  uint64_t settled_at;      /* uv_now of the last settle (syslog_accept.c) */
   char *readbuf;            /* SYSLOG_READ_SIZE */
   syslog_conn *conns;       /* newest first */
   size_t nconns;            /* in the list: ended ones stay until freed */
@@ -164,7 +165,8 @@ bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
 bool syslog_conn_silent(const syslog_conn *c);
 /* Holds or resumes reading (pipeline_internal.h's hold). */
 void syslog_conn_hold(syslog_conn *c, bool hold);
-/* Reads what the kernel holds for it now (held or not). */
+/* Reads what the kernel holds for it now (held or not); it ends if its
+ * peer has closed. */
 void syslog_conn_read_queued(syslog_conn *c);
 /* Stopping, or closing it to make room: reads what the kernel holds, then
  * ends the connection. */

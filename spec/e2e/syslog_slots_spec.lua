@@ -122,6 +122,28 @@ describe("syslog_input's connection slots", function()
     h.cleanup(lj.dir)
   end)
 
+  it("gives back the slots of connections whose peers closed before refusing one over an address's share", function()
+    local lj = h.start('tcp = { type = "syslog_input", address = "tcp://127.0.0.1:0", max_connections_per_address = 20 }\n'
+      .. h.common_config)
+    -- 60 short connections (connect, send, close) wait in the kernel's
+    -- queue while lumberjit is stopped (SIGSTOP to its PID, the child of
+    -- the `timeout` the harness started), then are taken at once.
+    local pid = io.popen("pgrep -P $(cat " .. h.quote(lj.dir .. "/lumberjit.pid") .. ")"):read("*l")
+    assert.is_truthy(pid)
+    assert.is_true(h.sh(lj.dir, "kill -STOP " .. pid))
+    local ok = h.sh(lj.dir, string.format("python3 -c \"import socket\nfor i in range(1, 61):\n"
+      .. "    s = socket.create_connection(('127.0.0.1', %d), timeout=10)\n"
+      .. "    s.sendall(b'<13>short %%d\\n' %% i)\n    s.close()\" 2>> client.err", lj.port.tcp))
+    assert.is_true(h.sh(lj.dir, "kill -CONT " .. pid))
+    assert.is_true(ok, h.read(lj.dir .. "/client.err"))
+    assert.is_true(h.wait_records(lj, 60), #h.lines(lj) .. " records\n" .. h.read(lj.dir .. "/lumberjit.err"))
+    local r = h.stop(lj)
+    assert.are.equal(0, r.status, r.stderr)
+    assert.are.equal(60, #h.values(r.records, "message", "^<13>short %d+$"))
+    assert.are.equal(0, h.slots(r.stderr, "tcp").refused_address)
+    h.cleanup(lj.dir)
+  end)
+
   it("closes a TLS handshake and a first message that come too late, and keeps a sender", function()
     local lj = h.start('tls = { type = "syslog_input", address = "tls://127.0.0.1:0", tls_handshake_timeout_ms = 200, '
       .. 'first_message_timeout_ms = 600, ' .. tls_keys() .. ' }\n'
