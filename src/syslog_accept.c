@@ -46,7 +46,6 @@
 #include <unistd.h>
 
 #include "fd_limit.h"
-#include "log.h"
 #include "syslog_internal.h"
 
 static uv_loop_t *loop_of(const syslog_listener *l)
@@ -265,9 +264,11 @@ static void accept_waiting(syslog_listener *l)
       return;
     } else if (fd_limit_exhausted(errno)) {
       if (!make_room(l, "out of file descriptors")) return;
-    } else {
-      log_msg("input '%s': accepting on %s: %s", l->pi->name, l->address,
-              strerror(errno));
+    } else { /* ENOBUFS, ENOMEM...: tried again a little later */
+      syslog_tally_note(l, &l->accept_failed, "accepting on %s: %s",
+                        l->address, strerror(errno));
+      uv_poll_stop(&l->server);
+      uv_timer_start(&l->fd_retry, on_fd_retry, SYSLOG_FD_RETRY_MS, 0);
       return;
     }
   }

@@ -100,10 +100,11 @@ typedef struct {
   /* Connections refused: the table full of senders, an address's share
    * full of senders, no descriptor; closed: silent to make room, a TLS
    * handshake or a first message late, idle; accepting waiting for a
-   * descriptor (logged, no connection lost); TLS sessions that failed
-   * (logged). */
+   * descriptor (logged, no connection lost); TLS sessions that failed,
+   * accepts that failed otherwise (logged). */
   syslog_tally refused, refused_address, refused_fd, evicted,
-      handshake_late, message_late, idle_closed, fd_waits, tls_failed;
+      handshake_late, message_late, idle_closed, fd_waits, tls_failed,
+      accept_failed;
 } syslog_listener;
 
 /* One stream connection: a source of its own. */
