@@ -82,7 +82,9 @@ typedef struct {
   struct sockaddr_storage sockaddr; /* tcp, tls, udp */
   char *path;            /* unix sockets */
   framing framing;
-  uint64_t max_connections, idle_timeout_ms, receive_buffer;
+  uint64_t max_connections, max_connections_per_address;
+  uint64_t tls_handshake_timeout_ms, first_message_timeout_ms;
+  uint64_t idle_timeout_ms, receive_buffer;
   unsigned socket_mode;
   char *sender_field, *listener_field; /* NULL: none */
   char *tls_cert, *tls_key, *tls_ca;

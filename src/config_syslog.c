@@ -16,7 +16,9 @@
 
 const char *const config_syslog_keys[] = {
   "type", "decoder", "max_line", "long_lines", "keep_cr", "address", "framing",
-  "max_connections", "idle_timeout_ms", "receive_buffer", "socket_mode",
+  "max_connections", "max_connections_per_address",
+  "tls_handshake_timeout_ms", "first_message_timeout_ms", "idle_timeout_ms",
+  "receive_buffer", "socket_mode",
   "sender_field", "listener_field", "tls", NULL
 };
 
@@ -186,11 +188,20 @@ int config_read_syslog(plugin_ctx *c, config_plugin *p)
   uint64_t max_line = 64u << 10;
 
   s->max_connections = 1000;
+  s->max_connections_per_address = 100;
+  s->tls_handshake_timeout_ms = 10000;
+  s->first_message_timeout_ms = 30000;
   s->receive_buffer = 4u << 20;
   if (config_read_input(c, p) != 0 ||
       cfg_read_count(c, "max_line", 1u << 30, &max_line) != 0 ||
       read_address(c, s) != 0 || read_framing(c, s) != 0 ||
       cfg_read_count(c, "max_connections", 1u << 20, &s->max_connections) != 0 ||
+      cfg_read_count(c, "max_connections_per_address", 1u << 20,
+                     &s->max_connections_per_address) != 0 ||
+      cfg_read_count(c, "tls_handshake_timeout_ms", 3600000.0,
+                     &s->tls_handshake_timeout_ms) != 0 ||
+      cfg_read_count(c, "first_message_timeout_ms", 7 * 24 * 3600000.0,
+                     &s->first_message_timeout_ms) != 0 ||
       cfg_read_count(c, "idle_timeout_ms", 7 * 24 * 3600000.0,
                      &s->idle_timeout_ms) != 0 ||
       cfg_read_count(c, "receive_buffer", 1u << 30, &s->receive_buffer) != 0 ||
@@ -203,5 +214,8 @@ int config_read_syslog(plugin_ctx *c, config_plugin *p)
   p->max_line = (size_t)max_line;
   if (s->max_connections < 1)
     return cfg_key_fail(c, "max_connections", "must be at least 1");
+  if (s->max_connections_per_address < 1)
+    return cfg_key_fail(c, "max_connections_per_address", "must be at least "
+                        "1");
   return 0;
 }

@@ -7,9 +7,21 @@
 /* An octet count has at most this many digits: frames up to ~1 GB. */
 #define COUNT_DIGITS_MAX 9
 
-void frame_init(frame_reader *f, framing mode, size_t max)
+void frame_init(frame_reader *f, framing mode, size_t max, bool keep_cr)
 {
-  *f = (frame_reader){.mode = mode, .max = max ? max : 1};
+  *f = (frame_reader){.mode = mode, .max = max ? max : 1, .keep_cr = keep_cr};
+}
+
+/* A message's last len bytes, its ending LF left out: a CR before that LF
+ * goes unless keep_cr, from these bytes or, when they are none, from the
+ * held ones (a CR and its LF can come in different reads). */
+static size_t without_cr(frame_reader *f, const char *bytes, size_t len)
+{
+  if (f->keep_cr) return len;
+  if (len > 0 && bytes[len - 1] == '\r') return len - 1;
+  if (len == 0 && f->held.len > 0 && f->held.data[f->held.len - 1] == '\r')
+    f->held.len--;
+  return len;
 }
 
 void frame_free(frame_reader *f)
@@ -25,19 +37,34 @@ static void hand_piece(frame_reader *f, const frame_handler *h,
   else h->message(h->ud, bytes, len, ++f->piece);
 }
 
+/* The first max held bytes go on as a piece; the rest (a CR add kept past
+ * max) stays held. */
+static void hand_full(frame_reader *f, const frame_handler *h)
+{
+  size_t rest = f->held.len - f->max;
+
+  hand_piece(f, h, f->held.data, f->max);
+  memmove(f->held.data, f->held.data + f->max, rest);
+  f->held.len = rest;
+}
+
 /* Holds bytes of the current message; once it is known to be longer than
  * max (more bytes come while max are held), the held ones go on as a
- * piece. Out of memory, held and new bytes go on as pieces at once. */
+ * piece. A CR that comes last in a read once max are held is held past
+ * max: it may be the CR of the message's ending CRLF, no part of it
+ * (without_cr), and the next byte says. Out of memory, held and new bytes
+ * go on as pieces at once. */
 static void add(frame_reader *f, const frame_handler *h, const char *bytes,
                 size_t len)
 {
   while (len > 0) {
-    size_t take;
-    if (f->held.len == f->max) {
-      hand_piece(f, h, f->held.data, f->held.len);
-      f->held.len = 0;
+    bool cr_past_max = f->held.len == f->max && len == 1 && *bytes == '\r' &&
+                       !f->keep_cr;
+    size_t take = 1;
+    if (!cr_past_max) {
+      while (f->held.len >= f->max) hand_full(f, h);
+      take = f->max - f->held.len < len ? f->max - f->held.len : len;
     }
-    take = f->max - f->held.len < len ? f->max - f->held.len : len;
     if (!buf_append(&f->held, bytes, take)) {
       if (f->held.len > 0) hand_piece(f, h, f->held.data, f->held.len);
       f->held.len = 0;
@@ -60,6 +87,7 @@ static void end_message(frame_reader *f, const frame_handler *h,
     else if (len > 0) h->message(h->ud, bytes, len, 0);
   } else {
     add(f, h, bytes, len);
+    while (f->held.len > f->max) hand_full(f, h); /* a CR past max */
     if (garbage) h->malformed(h->ud, f->held.data, f->held.len, f->reason);
     else h->message(h->ud, f->held.data, f->held.len, f->piece ? ++f->piece : 0);
   }
@@ -120,23 +148,29 @@ static size_t read_count(frame_reader *f, const frame_handler *h,
   return (size_t)(p - start);
 }
 
-/* Up to and without the next LF (and a CR before it) ends the message. */
+/* Up to and without the next LF (and a CR before it, unless keep_cr) ends
+ * the message. */
 static size_t read_line(frame_reader *f, const frame_handler *h,
                         const char *p, const char *end)
 {
   const char *nl = memchr(p, '\n', (size_t)(end - p));
-  size_t len;
 
   if (!nl) {
     add(f, h, p, (size_t)(end - p));
     return (size_t)(end - p);
   }
-  len = (size_t)(nl - p);
-  if (len > 0 && p[len - 1] == '\r') len--;
-  else if (len == 0 && f->held.len > 0 && f->held.data[f->held.len - 1] == '\r')
-    f->held.len--;
-  end_message(f, h, p, len);
+  end_message(f, h, p, without_cr(f, p, (size_t)(nl - p)));
   return (size_t)(nl + 1 - p);
+}
+
+/* The frame's last n bytes (n >= 1) came: a trailing LF is no part of its
+ * message (frame.h). It is left out before they are held, so that a
+ * message of max bytes and its LF is one message, not two pieces. */
+static void end_octets(frame_reader *f, const frame_handler *h,
+                       const char *p, size_t n)
+{
+  if (p[n - 1] == '\n') n = without_cr(f, p, n - 1);
+  end_message(f, h, p, n);
 }
 
 /* What a frame starts with says what it is. */
@@ -178,7 +212,7 @@ void frame_feed(frame_reader *f, const char *bytes, size_t len,
     case FRAME_OCTETS:
       n = f->count < (size_t)(end - p) ? f->count : (size_t)(end - p);
       f->count -= n;
-      if (f->count == 0) end_message(f, h, p, n);
+      if (f->count == 0) end_octets(f, h, p, n);
       else add(f, h, p, n);
       p += n;
       break;
@@ -216,10 +250,13 @@ void frame_end(frame_reader *f, const frame_handler *h)
   }
 }
 
-void frame_datagram(size_t max, const char *bytes, size_t len,
+void frame_datagram(size_t max, bool keep_cr, const char *bytes, size_t len,
                     const frame_handler *h)
 {
-  if (len > 0 && bytes[len - 1] == '\n') len--;
+  if (len > 0 && bytes[len - 1] == '\n') {
+    len--;
+    if (!keep_cr && len > 0 && bytes[len - 1] == '\r') len--;
+  }
   if (len == 0) return;
   if (len <= max) {
     h->message(h->ud, bytes, len, 0);

@@ -9,6 +9,14 @@
  * syslog-ng decide per frame instead, which misreads a newline-framed line
  * that starts with a number.
  *
+ * Line endings, the rule of every input: the LF that ends a line is no
+ * part of its message, and neither is a CR just before it, unless keep_cr.
+ * An octet-counted frame or a datagram whose message ends in LF loses that
+ * LF too (and a CR before it, by the same rule), as rsyslog's parser drops
+ * a trailing LF from every message it receives (DropTrailingLFOnReception,
+ * on by default); an LF or CR inside a message stays. A CR that ends a
+ * message with no LF after it stays.
+ *
  * Nothing is lost: a message longer than max is handed on in max-byte
  * pieces numbered from 1 (as input.h does with lines), and bytes that are
  * no frame (a bad octet count, a frame cut short by the peer closing) go
@@ -40,6 +48,7 @@ typedef struct {
 typedef struct {
   framing mode;          /* AUTO until the first frame decides */
   size_t max;
+  bool keep_cr;          /* a CR before the ending LF stays */
   enum { FRAME_START, FRAME_COUNT, FRAME_OCTETS, FRAME_LINE,
          FRAME_GARBAGE } state;
   size_t count;          /* octets of the current frame, or still to come */
@@ -50,7 +59,7 @@ typedef struct {
   char reason[128];      /* FRAME_GARBAGE: why */
 } frame_reader;
 
-void frame_init(frame_reader *f, framing mode, size_t max);
+void frame_init(frame_reader *f, framing mode, size_t max, bool keep_cr);
 void frame_free(frame_reader *f);
 /* Hands on every message the bytes complete; keeps the rest. */
 void frame_feed(frame_reader *f, const char *bytes, size_t len,
@@ -58,9 +67,9 @@ void frame_feed(frame_reader *f, const char *bytes, size_t len,
 /* The stream ended: a last line without its LF is a message, a frame cut
  * short is malformed. */
 void frame_end(frame_reader *f, const frame_handler *h);
-/* A datagram is one message, without one trailing LF; longer than max, it
- * goes in pieces as above. */
-void frame_datagram(size_t max, const char *bytes, size_t len,
+/* A datagram is one message, without one trailing LF (nor the CR before
+ * it, unless keep_cr); longer than max, it goes in pieces as above. */
+void frame_datagram(size_t max, bool keep_cr, const char *bytes, size_t len,
                     const frame_handler *h);
 
 #endif

@@ -583,12 +583,24 @@ static void log_summary(pipeline *pl)
             "records; %" PRIu64 " messages made of them, %" PRIu64 " records "
             "made none", in->name, in->records, in->overlong, in->truncated,
             in->dead, in->messages, in->empty);
-    if (in->kind && strcmp(in->kind, "syslog") == 0)
-      log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
-              "max_connections, %" PRIu64 " closed idle), %" PRIu64
-              " malformed frames, %" PRIu64 " datagrams dropped", in->name,
-              in->connections, in->refused, in->idle_closed, in->malformed,
+    if (!in->kind || strcmp(in->kind, "syslog") != 0) continue;
+    if (in->datagrams) {
+      log_msg("input '%s': %" PRIu64 " malformed datagrams, %" PRIu64
+              " datagrams dropped by the kernel", in->name, in->malformed,
               in->dropped);
+      continue;
+    }
+    log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
+            "max_connections, %" PRIu64 " closed idle), %" PRIu64
+            " malformed frames", in->name, in->connections, in->refused,
+            in->idle_closed, in->malformed);
+    log_msg("input '%s': connection slots: %" PRIu64 " refused over "
+            "max_connections_per_address, %" PRIu64 " refused for want of "
+            "a file descriptor, %" PRIu64 " silent closed to make room, "
+            "%" PRIu64 " closed past tls_handshake_timeout_ms, %" PRIu64
+            " closed past first_message_timeout_ms", in->name,
+            in->refused_address, in->refused_fd, in->evicted,
+            in->handshake_late, in->message_late);
   }
   for (size_t i = 0; i < st->noutputs; i++) {
     output_sink *o = &pl->outputs[i].sink;

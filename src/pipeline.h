@@ -26,11 +26,16 @@ typedef struct {
    * record), and the records it made none of: records = records that
    * made messages + empty + dead. */
   uint64_t messages, empty;
-  /* A syslog_input's (kind "syslog"): connections accepted, refused over
-   * max_connections, closed idle; frames that were no syslog frames;
-   * datagrams the kernel dropped while the socket was not read. */
+  /* A syslog_input's (kind "syslog"): connections accepted; refused over
+   * max_connections, over max_connections_per_address, for want of a file
+   * descriptor; closed silent to make room, with a TLS handshake or a
+   * first message late, idle; frames that were no syslog frames;
+   * datagrams the kernel dropped while the socket was not read. A
+   * datagram listener (datagrams) has no connections. */
   const char *kind;
-  uint64_t connections, refused, idle_closed, malformed, dropped;
+  bool datagrams;
+  uint64_t connections, refused, refused_address, refused_fd, evicted,
+      handshake_late, message_late, idle_closed, malformed, dropped;
 } pipeline_input_stats;
 
 typedef struct {

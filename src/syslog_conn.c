@@ -3,11 +3,19 @@
  * (syslog_internal.h): TCP, TLS or a Unix stream socket, read on the loop,
  * decrypted (tls.h) and framed (frame.h) into its source's records.
  *
- * A connection ends when the peer closes, the session fails, it idles
- * past idle_timeout_ms, or the listener stops (after reading what the
- * kernel holds for it); its last message is then ended as frame_end says.
- * Its handles are closed once its source's jobs came back, and it frees
- * itself and its source when they are.
+ * A connection ends when the peer closes, the session fails, a deadline
+ * passes, it is closed to make room (syslog_accept.c), or the listener
+ * stops (after reading what the kernel holds for it); its last message is
+ * then ended as frame_end says, and its socket is closed at once, so its
+ * descriptor is free for the next connection. Its timer is closed once
+ * its source's jobs came back, and it frees itself and its source when
+ * both handles are.
+ *
+ * Deadlines, each counted and logged at a bounded rate: a TLS handshake
+ * not done within tls_handshake_timeout_ms, no whole message within
+ * first_message_timeout_ms of opening, and, once it has sent one, silence
+ * for idle_timeout_ms. A connection held by backpressure is not silent:
+ * its deadlines start again when reading resumes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +31,24 @@ static uv_loop_t *loop_of(const syslog_conn *c)
   return c->l->pi->pl->loop;
 }
 
+static void arm_deadline(syslog_conn *c);
+
+/* A whole message or malformed frame came: the connection is a sender,
+ * ruled by idle_timeout_ms from now on. */
+static void spoke(syslog_conn *c)
+{
+  if (c->spoke) return;
+  c->spoke = true;
+  arm_deadline(c);
+}
+
 static void on_message(void *ud, const char *bytes, size_t len, unsigned piece)
 {
   syslog_conn *c = ud;
   input *in = &c->src->in;
 
   if (piece <= 1) c->seq++; /* the pieces of a message share its number */
+  spoke(c);
   in->handler.record(in->handler.ud, in, bytes, len, c->seq, piece);
 }
 
@@ -37,6 +57,7 @@ static void on_malformed(void *ud, const char *bytes, size_t len,
 {
   syslog_conn *c = ud;
 
+  spoke(c);
   syslog_malformed(c->l, c->src->from, ++c->seq, bytes, len, reason);
 }
 
@@ -68,7 +89,7 @@ static void send_tls(syslog_conn *c)
   int n;
 
   c->tls_out.len = 0;
-  if (b.len == 0 || c->closing) return;
+  if (b.len == 0 || c->socket_closed) return;
   n = uv_try_write(&c->h.stream, &b, 1);
   if (n > 0) {
     b.base += n;
@@ -97,27 +118,63 @@ static bool take(syslog_conn *c, const char *bytes, size_t len)
   rc = tls_session_feed(c->tls, bytes, len, on_plain, c, &c->tls_out, why,
                         sizeof why);
   send_tls(c);
-  if (rc != 0)
-    log_msg("input '%s': connection from %s: %s", c->l->pi->name, c->label,
-            why);
+  if (rc != 0) /* bounded: anyone can fail handshakes as fast as they like */
+    syslog_tally_note(c->l, &c->l->tls_failed, "connection from %s: %s",
+                      c->label, why);
   return rc == 0 && !tls_session_closed(c->tls);
 }
 
+static void on_closed(uv_handle_t *h)
+{
+  syslog_conn *c = h->data;
+  syslog_listener *l = c->l;
+
+  if (--c->open_handles > 0 || !c->closing) return;
+  for (syslog_conn **p = &l->conns; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  l->nconns--;
+  pipeline_source_free(c->src);
+  frame_free(&c->frame);
+  tls_session_free(c->tls);
+  buf_free(&c->tls_out);
+  free(c);
+  syslog_maybe_done(l);
+}
+
+/* The socket's descriptor is given back now; the connection lives on
+ * until its source finished. */
+static void close_socket(syslog_conn *c)
+{
+  if (c->socket_closed) return;
+  c->socket_closed = true;
+  uv_close(&c->h.handle, on_closed);
+}
+
 /* No more reading: the last message ends, the source finishes. */
-static void end(syslog_conn *c, const char *why)
+static void end(syslog_conn *c)
 {
   frame_handler h = {on_message, on_malformed, c};
   input *in = &c->src->in;
 
   if (c->ended) return;
   c->ended = true;
-  if (why) log_msg("input '%s': connection from %s: %s", c->l->pi->name,
-                   c->label, why);
+  c->l->slots_taken--;
   uv_read_stop(&c->h.stream);
-  if (c->l->idle_timeout_ms) uv_timer_stop(&c->idle);
+  uv_timer_stop(&c->deadline);
   frame_end(&c->frame, &h);
+  close_socket(c);
   pipeline_source_chunk_done(c->src);
   in->handler.finished(in->handler.ud, in, NULL);
+}
+
+static void end_logged(syslog_conn *c, const char *why)
+{
+  log_msg("input '%s': connection from %s: %s", c->l->pi->name, c->label,
+          why);
+  end(c);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
@@ -134,143 +191,124 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
   if (nread > 0) {
     if (take(c, b->base, (size_t)nread)) pipeline_source_chunk_done(c->src);
-    else end(c, NULL);
+    else end(c);
   } else if (nread == UV_EOF || nread == UV_ECONNRESET) {
-    end(c, NULL); /* a reset loses nothing read: it was framed already */
+    end(c); /* a reset loses nothing read: it was framed already */
   } else if (nread < 0) {
-    end(c, uv_strerror((int)nread));
+    end_logged(c, uv_strerror((int)nread));
   }
 }
 
-static void on_idle(uv_timer_t *t)
+/* When the next deadline passes, ms from now; 0: none is set. */
+static uint64_t next_deadline(const syslog_conn *c, uint64_t now)
+{
+  const syslog_listener *l = c->l;
+  uint64_t at = UINT64_MAX;
+
+  if (c->tls && !tls_session_ready(c->tls) && l->tls_handshake_timeout_ms)
+    at = c->waiting_since + l->tls_handshake_timeout_ms;
+  if (!c->spoke && l->first_message_timeout_ms &&
+      c->waiting_since + l->first_message_timeout_ms < at)
+    at = c->waiting_since + l->first_message_timeout_ms;
+  if (c->spoke && l->idle_timeout_ms) at = c->last_read + l->idle_timeout_ms;
+  if (at == UINT64_MAX) return 0;
+  return at > now ? at - now : 1;
+}
+
+static void on_deadline(uv_timer_t *t);
+
+static void arm_deadline(syslog_conn *c)
+{
+  uint64_t ms = next_deadline(c, uv_now(loop_of(c)));
+
+  if (ms) uv_timer_start(&c->deadline, on_deadline, ms, 0);
+  else uv_timer_stop(&c->deadline);
+}
+
+static void on_deadline(uv_timer_t *t)
 {
   syslog_conn *c = t->data;
-  uint64_t now = uv_now(loop_of(c)), idle = c->l->idle_timeout_ms;
-  char why[96];
+  syslog_listener *l = c->l;
+  uint64_t now = uv_now(loop_of(c)), waited = now - c->waiting_since;
 
-  if (c->ended) return;
-  if (c->held || now - c->last_read < idle) {
-    uv_timer_start(t, on_idle, c->held ? idle : idle - (now - c->last_read), 0);
+  if (c->ended || c->held) return; /* resuming arms it again */
+  if (c->tls && !tls_session_ready(c->tls) && l->tls_handshake_timeout_ms &&
+      waited >= l->tls_handshake_timeout_ms) {
+    syslog_tally_note(l, &l->handshake_late, "closed a connection from %s: "
+                      "no TLS handshake within tls_handshake_timeout_ms "
+                      "(%llu)", c->label,
+                      (unsigned long long)l->tls_handshake_timeout_ms);
+  } else if (!c->spoke && l->first_message_timeout_ms &&
+             waited >= l->first_message_timeout_ms) {
+    syslog_tally_note(l, &l->message_late, "closed a connection from %s: "
+                      "no whole message within first_message_timeout_ms "
+                      "(%llu)", c->label,
+                      (unsigned long long)l->first_message_timeout_ms);
+  } else if (c->spoke && l->idle_timeout_ms &&
+             now - c->last_read >= l->idle_timeout_ms) {
+    syslog_tally_note(l, &l->idle_closed, "closed a connection from %s: "
+                      "silent for %llu ms (idle_timeout_ms)", c->label,
+                      (unsigned long long)(now - c->last_read));
+  } else {
+    arm_deadline(c);
     return;
   }
-  c->l->idle_closed++;
-  snprintf(why, sizeof why, "closed: silent for %llu ms (idle_timeout_ms)",
-           (unsigned long long)(now - c->last_read));
-  end(c, why);
+  end(c);
 }
 
-static void on_closed(uv_handle_t *h)
-{
-  syslog_conn *c = h->data;
-  syslog_listener *l = c->l;
-
-  if (--c->open_handles > 0) return;
-  if (c->src) { /* it was taken: unlink it */
-    for (syslog_conn **p = &l->conns; *p; p = &(*p)->next)
-      if (*p == c) {
-        *p = c->next;
-        break;
-      }
-    l->nconns--;
-    pipeline_source_free(c->src);
-  }
-  frame_free(&c->frame);
-  tls_session_free(c->tls);
-  buf_free(&c->tls_out);
-  free(c);
-  syslog_maybe_done(l);
-}
-
+/* Its source finished: the connection is let go. */
 void syslog_conn_close(syslog_conn *c)
 {
   if (c->closing) return;
   c->closing = true;
-  uv_close(&c->h.handle, on_closed);
-  if (c->src && c->l->idle_timeout_ms) uv_close((uv_handle_t *)&c->idle,
-                                                on_closed);
+  close_socket(c);
+  uv_close((uv_handle_t *)&c->deadline, on_closed);
 }
 
-/* "127.0.0.1:40312" for log lines; the sender field takes the address. */
-static void name_peer(syslog_conn *c)
-{
-  struct sockaddr_storage sa;
-  int len = sizeof sa;
-
-  snprintf(c->label, sizeof c->label, "%s", c->l->address);
-  if (c->l->transport == SYSLOG_UNIX_STREAM ||
-      uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&sa, &len) != 0)
-    return;
-  syslog_addr_text((struct sockaddr *)&sa, c->peer, sizeof c->peer);
-  snprintf(c->label, sizeof c->label, "%s:%u", c->peer,
-           ntohs(sa.ss_family == AF_INET6
-                     ? ((struct sockaddr_in6 *)&sa)->sin6_port
-                     : ((struct sockaddr_in *)&sa)->sin_port));
-}
-
-/* Past max_connections (or out of memory): accepted and closed at once,
- * counted, and logged at most once a second. */
-static void refuse(syslog_conn *c, const char *why)
-{
-  syslog_listener *l = c->l;
-  uint64_t now = uv_now(loop_of(c));
-
-  l->refused++;
-  if (l->refused == 1 || now - l->refused_logged_at >= 1000) {
-    l->refused_logged_at = now;
-    log_msg("input '%s': refused a connection from %s: %s (%llu refused "
-            "so far)", l->pi->name, c->label, why,
-            (unsigned long long)l->refused);
-  }
-  syslog_conn_close(c);
-}
-
-void syslog_conn_accept(syslog_listener *l)
+bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
+                      const char *label)
 {
   uv_loop_t *loop = l->pi->pl->loop;
   syslog_conn *c = calloc(1, sizeof *c);
-  char why[64];
 
-  if (!c) {
-    log_msg("input '%s': out of memory for a connection", l->pi->name);
-    return;
+  if (!c || (l->tls && !(c->tls = tls_session_new(l->tls))) ||
+      !(c->src = pipeline_source_new(l->pi))) {
+    if (c) tls_session_free(c->tls);
+    free(c);
+    return false;
   }
   c->l = l;
-  c->open_handles = 1;
-  if (l->transport == SYSLOG_UNIX_STREAM) uv_pipe_init(loop, &c->h.pipe, 0);
-  else uv_tcp_init(loop, &c->h.tcp);
+  snprintf(c->peer, sizeof c->peer, "%s", peer);
+  snprintf(c->label, sizeof c->label, "%s", label);
+  if (l->transport == SYSLOG_UNIX_STREAM) {
+    uv_pipe_init(loop, &c->h.pipe, 0);
+    uv_pipe_open(&c->h.pipe, fd);
+  } else {
+    uv_tcp_init(loop, &c->h.tcp);
+    uv_tcp_open(&c->h.tcp, fd);
+  }
   c->h.handle.data = c;
-  if (uv_accept(&l->server.stream, &c->h.stream) != 0) {
-    syslog_conn_close(c);
-    return;
-  }
-  name_peer(c);
-  if (l->nconns >= l->max_connections) {
-    snprintf(why, sizeof why, "max_connections (%llu) reached",
-             (unsigned long long)l->max_connections);
-    refuse(c, why);
-    return;
-  }
-  if ((l->tls && !(c->tls = tls_session_new(l->tls))) ||
-      !(c->src = pipeline_source_new(l->pi))) {
-    refuse(c, "out of memory");
-    return;
-  }
+  uv_timer_init(loop, &c->deadline);
+  c->deadline.data = c;
+  c->open_handles = 2;
   c->src->conn = c;
   c->src->from = c->peer[0] ? c->peer : NULL;
-  frame_init(&c->frame, l->framing, l->max_line);
+  frame_init(&c->frame, l->framing, l->max_line, l->keep_cr);
   c->next = l->conns;
   l->conns = c;
   l->nconns++;
+  l->slots_taken++;
   l->connections++;
-  c->last_read = uv_now(loop);
-  if (l->idle_timeout_ms) {
-    uv_timer_init(loop, &c->idle);
-    c->idle.data = c;
-    c->open_handles++;
-    uv_timer_start(&c->idle, on_idle, l->idle_timeout_ms, 0);
-  }
+  c->waiting_since = c->last_read = uv_now(loop);
+  arm_deadline(c);
   uv_read_start(&c->h.stream, on_alloc, on_read);
   if (l->pi->pl->paused) syslog_conn_hold(c, true);
+  return true;
+}
+
+bool syslog_conn_silent(const syslog_conn *c)
+{
+  return !c->spoke && !c->ended;
 }
 
 void syslog_conn_hold(syslog_conn *c, bool hold)
@@ -279,9 +317,12 @@ void syslog_conn_hold(syslog_conn *c, bool hold)
   c->held = hold;
   if (hold) {
     uv_read_stop(&c->h.stream);
+    uv_timer_stop(&c->deadline);
     return;
   }
-  c->last_read = uv_now(loop_of(c)); /* held is not silent */
+  /* Held is not silent: its deadlines start again. */
+  c->waiting_since = c->last_read = uv_now(loop_of(c));
+  arm_deadline(c);
   uv_read_start(&c->h.stream, on_alloc, on_read);
 }
 
@@ -290,20 +331,31 @@ bool syslog_conn_quiet(const syslog_conn *c, uint64_t now, uint64_t ms)
   return !c->held && now - c->last_read >= ms;
 }
 
-void syslog_conn_drain(syslog_conn *c)
+void syslog_conn_read_queued(syslog_conn *c)
 {
   uv_os_fd_t fd;
   int queued = 0;
+  char next;
 
-  if (c->ended) return;
+  if (c->ended || uv_fileno(&c->h.handle, &fd) != 0) return;
   /* Only what is queued now: a sender that goes on cannot hold the stop. */
-  if (uv_fileno(&c->h.handle, &fd) == 0 && ioctl(fd, FIONREAD, &queued) == 0)
+  if (ioctl(fd, FIONREAD, &queued) == 0)
     while (queued > 0) {
       size_t want = (size_t)queued < SYSLOG_READ_SIZE ? (size_t)queued
                                                       : SYSLOG_READ_SIZE;
       ssize_t n = recv(fd, c->l->readbuf, want, MSG_DONTWAIT);
-      if (n <= 0 || !take(c, c->l->readbuf, (size_t)n)) break;
+      if (n <= 0) break;
+      if (!take(c, c->l->readbuf, (size_t)n)) {
+        end(c);
+        return;
+      }
       queued -= (int)n;
     }
-  end(c, NULL);
+  if (recv(fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) == 0) end(c); /* closed */
+}
+
+void syslog_conn_drain(syslog_conn *c)
+{
+  syslog_conn_read_queued(c);
+  end(c);
 }

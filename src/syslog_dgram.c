@@ -170,7 +170,7 @@ static void take(syslog_dgram *d, struct mmsghdr *m)
     on_malformed(d, bytes, m->msg_len, why);
     return;
   }
-  frame_datagram(d->l->max_line, bytes, m->msg_len, &h);
+  frame_datagram(d->l->max_line, d->l->keep_cr, bytes, m->msg_len, &h);
 }
 
 /* One recvmmsg; the datagrams' records go to the worker together. Returns

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,22 @@ void syslog_bound_address(syslog_listener *l, const struct sockaddr *sa)
   snprintf(l->address, sizeof l->address,
            sa->sa_family == AF_INET6 ? "%s[%s]:%u" : "%s%s:%u", scheme, host,
            port);
+}
+
+void syslog_tally_note(syslog_listener *l, syslog_tally *t, const char *fmt,
+                       ...)
+{
+  uint64_t now = uv_now(l->pi->pl->loop);
+  char text[512];
+  va_list ap;
+
+  if (t->count++ > 0 && now - t->logged_at < 1000) return;
+  t->logged_at = now;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  log_msg("input '%s': %s (%llu so far, logged at most once a second)",
+          l->pi->name, text, (unsigned long long)t->count);
 }
 
 void syslog_malformed(syslog_listener *l, const char *from, uint64_t position,
@@ -109,55 +126,6 @@ int syslog_clear_socket_path(const char *path, int type, char *why,
   return 0;
 }
 
-static void on_connection(uv_stream_t *server, int status)
-{
-  syslog_listener *l = server->data;
-
-  if (status < 0) {
-    log_msg("input '%s': accepting on %s: %s", l->pi->name, l->address,
-            uv_strerror(status));
-    return;
-  }
-  syslog_conn_accept(l);
-}
-
-/* Binds and listens at once, so an address in use fails the build; the
- * loop accepts nothing before the pipeline runs. */
-static int listen_stream(syslog_listener *l, const config_syslog *cfg,
-                         char *why, size_t len)
-{
-  uv_loop_t *loop = l->pi->pl->loop;
-  struct sockaddr_storage bound;
-  int rc, namelen = sizeof bound;
-
-  if (l->transport == SYSLOG_UNIX_STREAM) {
-    if (syslog_clear_socket_path(l->path, SOCK_STREAM, why, len) != 0) return -1;
-    uv_pipe_init(loop, &l->server.pipe, 0);
-    l->server_open = true;
-    rc = uv_pipe_bind(&l->server.pipe, l->path);
-    l->bound_path = rc == 0;
-    if (rc == 0 && chmod(l->path, cfg->socket_mode) != 0)
-      rc = uv_translate_sys_error(errno);
-  } else {
-    uv_tcp_init_ex(loop, &l->server.tcp, cfg->sockaddr.ss_family);
-    l->server_open = true;
-    rc = uv_tcp_bind(&l->server.tcp, (const struct sockaddr *)&cfg->sockaddr,
-                     0);
-  }
-  l->server.handle.data = l;
-  if (rc == 0) rc = uv_listen(&l->server.stream, 1024, on_connection);
-  if (rc != 0) {
-    snprintf(why, len, "cannot listen on %s: %s", cfg->address,
-             uv_strerror(rc));
-    return -1;
-  }
-  if (l->transport != SYSLOG_UNIX_STREAM &&
-      uv_tcp_getsockname(&l->server.tcp, (struct sockaddr *)&bound,
-                         &namelen) == 0)
-    syslog_bound_address(l, (struct sockaddr *)&bound);
-  return 0;
-}
-
 /* ---- the input kind ---- */
 
 static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
@@ -170,11 +138,16 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
 
   pi->state = l;
   if (!l) goto fail;
-  *l = (syslog_listener){.pi = pi, .transport = cfg->transport,
-                         .framing = cfg->framing, .max_line = p->max_line,
-                         .max_connections = cfg->max_connections,
-                         .idle_timeout_ms = cfg->idle_timeout_ms,
-                         .receive_buffer = cfg->receive_buffer};
+  *l = (syslog_listener){
+      .pi = pi, .transport = cfg->transport, .framing = cfg->framing,
+      .max_line = p->max_line, .keep_cr = p->keep_cr,
+      .max_connections = cfg->max_connections,
+      .max_connections_per_address = cfg->max_connections_per_address,
+      .tls_handshake_timeout_ms = cfg->tls_handshake_timeout_ms,
+      .first_message_timeout_ms = cfg->first_message_timeout_ms,
+      .idle_timeout_ms = cfg->idle_timeout_ms,
+      .receive_buffer = cfg->receive_buffer, .server_fd = -1,
+      .reserve_fd = -1};
   snprintf(l->address, sizeof l->address, "%s", cfg->address);
   if (cfg->path && !(l->path = strdup(cfg->path))) goto fail;
   if (cfg->transport == SYSLOG_TLS &&
@@ -188,7 +161,7 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
     uv_timer_init(pi->pl->loop, &l->stop_timer);
     l->stop_timer.data = l;
     l->stop_timer_open = true;
-    rc = listen_stream(l, cfg, why, sizeof why);
+    rc = syslog_accept_listen(l, cfg, why, sizeof why);
   }
 fail:
   if (rc != 0)
@@ -202,24 +175,10 @@ static int syslog_start(pl_input *pi, char *err, size_t errlen)
   syslog_listener *l = pi->state;
 
   if (l->dgram && syslog_dgram_start(l, err, errlen) != 0) return -1;
+  if (l->server_open) syslog_accept_start(l);
   l->started = true;
   log_msg("input '%s': listening on %s", pi->name, l->address);
   return 0;
-}
-
-static void on_server_closed(uv_handle_t *h)
-{
-  syslog_listener *l = h->data;
-
-  l->server_open = false;
-  if (l->bound_path) unlink(l->path);
-  syslog_maybe_done(l);
-}
-
-static void close_server(syslog_listener *l)
-{
-  if (l->server_open && !uv_is_closing(&l->server.handle))
-    uv_close(&l->server.handle, on_server_closed);
 }
 
 void syslog_maybe_done(syslog_listener *l)
@@ -260,7 +219,7 @@ static void syslog_stop(pl_input *pi)
   if (l->stopping) return;
   l->stopping = true;
   l->stopped_at = uv_now(pi->pl->loop);
-  close_server(l);
+  if (l->readbuf) syslog_accept_stop(l);
   if (l->dgram) syslog_dgram_drain(l->dgram);
   if (l->stop_timer_open && end_quiet_connections(l))
     uv_timer_start(&l->stop_timer, on_stop_timer, SYSLOG_STOP_QUIET_MS / 4,
@@ -281,7 +240,7 @@ static void syslog_close_handles(pl_input *pi)
   syslog_listener *l = pi->state;
 
   if (!l) return;
-  close_server(l);
+  if (l->readbuf) syslog_accept_close(l);
   if (l->stop_timer_open) uv_close((uv_handle_t *)&l->stop_timer, NULL);
   l->stop_timer_open = false;
   for (syslog_conn *c = l->conns; c; c = c->next)
@@ -316,9 +275,15 @@ static void syslog_stats(pl_input *pi, pipeline_input_stats *st)
 
   if (l->dgram) syslog_dgram_count_drops(l->dgram);
   st->kind = "syslog";
+  st->datagrams = l->dgram != NULL;
   st->connections = l->connections;
-  st->refused = l->refused;
-  st->idle_closed = l->idle_closed;
+  st->refused = l->refused.count;
+  st->refused_address = l->refused_address.count;
+  st->refused_fd = l->refused_fd.count;
+  st->evicted = l->evicted.count;
+  st->handshake_late = l->handshake_late.count;
+  st->message_late = l->message_late.count;
+  st->idle_closed = l->idle_closed.count;
   st->malformed = l->malformed;
   st->dropped = l->dropped;
 }

@@ -15,10 +15,38 @@
  *                handed on in pieces ruled by long_lines, as lines are.
  * framing        stream sockets: auto (default), octet_counted, newline
  *                (frame.h).
- * max_connections  stream sockets (default 1000): a connection past it is
- *                accepted and closed at once, counted and logged.
- * idle_timeout_ms  stream sockets: a connection silent this long is closed
- *                (default 0: never); one held by backpressure is not silent.
+ * keep_cr        keep the CR before a message's ending LF (default false:
+ *                it goes, as the LF does; frame.h has the rule).
+ *
+ * Connection slots (stream sockets; syslog_accept.c). A connection that
+ * has sent no whole message yet is silent; silent connections never keep
+ * a sender out, and every refusal and close below is counted (the summary,
+ * metrics) and logged at most once a second with the count so far.
+ * max_connections  connections served at once (default 1000); a new one
+ *                past it closes the oldest silent connection (what the
+ *                kernel holds for it is read first), or is accepted and
+ *                closed at once when every connection has sent something.
+ * max_connections_per_address  connections from one IP address (default
+ *                100; raise it for relays and NAT); one more closes that
+ *                address's oldest silent connection, or is refused. Unix
+ *                sockets have no address.
+ * tls_handshake_timeout_ms  tls:// only: a handshake not done this long
+ *                after the connection opened closes it (default 10000;
+ *                0: never).
+ * first_message_timeout_ms  no whole message this long after opening
+ *                closes the connection (default 30000, as nginx's
+ *                client_header_timeout or OpenSSH's LoginGraceTime; 0:
+ *                never); its bytes so far are ended as a peer closing.
+ * idle_timeout_ms  a connection that has sent a message and then nothing
+ *                for this long is closed (default 0: never).
+ *                Deadlines do not run while backpressure holds a
+ *                connection: they start again when reading resumes.
+ * File descriptors: accepting leaves FD_LIMIT_RESERVED free (fd_limit.h).
+ *                Out of them (or EMFILE, ENFILE), the oldest connection
+ *                silent for a second is closed; with none, new connections
+ *                wait in the kernel's queue and are served as descriptors
+ *                come free; after a second they are refused, counted and
+ *                logged. None is closed unread without a count.
  * receive_buffer datagram sockets: the SO_RCVBUF asked for (default 4 MiB;
  *                SO_RCVBUFFORCE when the process may).
  * socket_mode    unix sockets: the file's permissions (default "0666").
@@ -39,9 +67,11 @@
  * output full, the source's worker behind) stops reading the source: a
  * stream then pushes back on its sender through TCP, a datagram socket
  * lets the kernel drop what does not fit in its buffer, and those drops
- * are counted (the kernel's count, SO_MEMINFO). Stopping closes the listeners, reads what the
- * kernel already holds for every socket, and ends each connection's last
- * message as the peer closing would.
+ * are counted (the kernel's count, SO_MEMINFO). Stopping takes the
+ * connections the kernel queued (as any, or refused and counted when no
+ * descriptor is left), closes the listeners, reads what the kernel already
+ * holds for every socket, and ends each connection's last message as the
+ * peer closing would.
  *
  * Sockets are bound while the pipeline is built, so an address in use
  * fails the start, before anything runs.

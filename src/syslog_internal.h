@@ -1,8 +1,9 @@
 /*
  * syslog_internal.h - what the syslog listener's files share:
- * syslog_input.c (the input kind, stream listeners, accepting),
- * syslog_conn.c (one stream connection: reading, TLS, framing, idling,
- * ending) and syslog_dgram.c (datagram sockets).
+ * syslog_input.c (the input kind, binding, stopping, counting),
+ * syslog_accept.c (stream listeners: accepting, connection slots, file
+ * descriptors), syslog_conn.c (one stream connection: reading, TLS,
+ * framing, deadlines, ending) and syslog_dgram.c (datagram sockets).
  */
 #ifndef LUMBERJIT_SYSLOG_INTERNAL_H
 #define LUMBERJIT_SYSLOG_INTERNAL_H
@@ -29,6 +30,22 @@
  * its sender wrote before the stop is read whole; a sender that goes on
  * gets half of stop_timeout_ms. */
 #define SYSLOG_STOP_QUIET_MS 100
+/* Connections accepted per wake of the listener, so that reading the
+ * connections already open goes on during a flood of new ones. */
+#define SYSLOG_ACCEPT_BATCH 64
+/* Out of file descriptors: how often accepting is tried again, and how
+ * long connections may wait in the kernel's queue for a descriptor before
+ * they are refused (long enough for connections that are ending to give
+ * theirs back, short enough that a sender is not left unanswered). */
+#define SYSLOG_FD_RETRY_MS 100
+#define SYSLOG_FD_WAIT_MS 1000
+
+/* Events counted and logged at a bounded rate: the first one, then at most
+ * one line a second, each with the count so far. */
+typedef struct {
+  uint64_t count;
+  uint64_t logged_at;       /* uv_now of the last line */
+} syslog_tally;
 
 typedef union {
   uv_handle_t handle;
@@ -45,18 +62,33 @@ typedef struct {
   syslog_transport transport;
   framing framing;
   size_t max_line;
-  uint64_t max_connections, idle_timeout_ms, receive_buffer;
+  bool keep_cr;             /* a CR before a message's ending LF stays */
+  uint64_t max_connections, max_connections_per_address;
+  uint64_t tls_handshake_timeout_ms, first_message_timeout_ms;
+  uint64_t idle_timeout_ms, receive_buffer;
   char *path;               /* unix sockets: removed at the end */
   bool bound_path;          /* the socket file is ours to remove */
   char address[128];        /* as configured, then as bound (real port) */
   tls_server *tls;
 
-  syslog_stream server;     /* stream sockets */
-  bool server_open;         /* the handle is not closed yet */
+  /* Stream sockets: the listening socket is accepted from here, not by
+   * libuv, whose uv_listen closes connections it cannot get a descriptor
+   * for without a word (syslog_accept.c). */
+  int server_fd;            /* -1 once closed */
+  uv_poll_t server;         /* readable: connections wait */
+  bool server_open;         /* the poll handle is not closed yet */
+  int reserve_fd;           /* /dev/null, given up to refuse connections
+                               when no descriptor is left; -1 if none */
+  uint64_t fd_ceiling;      /* descriptors from here on are the run's
+                               reserve (fd_limit.h): accepting waits */
+  uv_timer_t fd_retry;      /* out of descriptors: accepting again */
+  bool fd_retry_open;
+  uint64_t fd_short_since;  /* uv_now accepting began to wait; 0: not */
+  uint64_t settled_at;      /* uv_now of the last settle (syslog_accept.c) */
   char *readbuf;            /* SYSLOG_READ_SIZE */
-  syslog_conn *conns;
-  size_t nconns;
-  uint64_t refused_logged_at; /* uv_now: refusals are logged once a second */
+  syslog_conn *conns;       /* newest first */
+  size_t nconns;            /* in the list: ended ones stay until freed */
+  size_t slots_taken;       /* connections not ended */
 
   syslog_dgram *dgram;      /* datagram sockets */
 
@@ -64,7 +96,15 @@ typedef struct {
   bool stop_timer_open;
   uint64_t stopped_at;      /* uv_now */
   bool started, stopping;
-  uint64_t connections, refused, idle_closed, malformed, dropped;
+  uint64_t connections, malformed, dropped;
+  /* Connections refused: the table full of senders, an address's share
+   * full of senders, no descriptor; closed: silent to make room, a TLS
+   * handshake or a first message late, idle; accepting waiting for a
+   * descriptor (logged, no connection lost); TLS sessions that failed,
+   * accepts that failed otherwise (logged). */
+  syslog_tally refused, refused_address, refused_fd, evicted,
+      handshake_late, message_late, idle_closed, fd_waits, tls_failed,
+      accept_failed;
 } syslog_listener;
 
 /* One stream connection: a source of its own. */
@@ -73,20 +113,26 @@ struct syslog_conn {
   syslog_listener *l;
   pl_source *src;
   syslog_stream h;
-  uv_timer_t idle;          /* idle_timeout_ms only */
+  uv_timer_t deadline;      /* the handshake, first message and idle ones */
   frame_reader frame;
   tls_session *tls;         /* tls:// only */
   buf tls_out;              /* what TLS sends back to the peer */
   char peer[SYSLOG_ADDR_TEXT]; /* "" on unix sockets */
   char label[160];          /* "127.0.0.1:5514", for log lines */
   uint64_t seq;             /* messages read: their positions */
+  uint64_t waiting_since;   /* uv_now: opened, or last resumed, silent */
   uint64_t last_read;       /* uv_now */
-  int open_handles;         /* closing: handles whose close is pending */
-  bool held, ended, closing;
+  int open_handles;         /* handles whose close is pending */
+  bool spoke;               /* a whole message (or malformed frame) came */
+  bool held, ended, socket_closed, closing;
 };
 
 /* syslog_input.c: the listener may be done (stopping, all closed). */
 void syslog_maybe_done(syslog_listener *l);
+/* Counts an event in t and logs "input 'NAME': " and the text, with the
+ * count so far, the first time and then at most once a second. */
+void syslog_tally_note(syslog_listener *l, syslog_tally *t, const char *fmt,
+                       ...) __attribute__((format(printf, 3, 4)));
 /* Bytes that are no message: counted, and to the dead-letter path. */
 void syslog_malformed(syslog_listener *l, const char *from, uint64_t position,
                       const char *bytes, size_t len, const char *reason);
@@ -99,12 +145,32 @@ void syslog_bound_address(syslog_listener *l, const struct sockaddr *sa);
 int syslog_clear_socket_path(const char *path, int type, char *why,
                              size_t len);
 
+/* syslog_accept.c */
+/* Makes the listening socket (bound, listening, not yet watched). */
+int syslog_accept_listen(syslog_listener *l, const config_syslog *cfg,
+                         char *why, size_t len);
+/* Starts accepting. */
+void syslog_accept_start(syslog_listener *l);
+/* Stopping: takes the connections the kernel queued (refusing them,
+ * counted, when no descriptor is left), then closes the socket. */
+void syslog_accept_stop(syslog_listener *l);
+/* Closes what accepting holds (idempotent). */
+void syslog_accept_close(syslog_listener *l);
+
 /* syslog_conn.c */
-/* Takes the connection waiting on the listener's server. */
-void syslog_conn_accept(syslog_listener *l);
+/* Serves an accepted socket (its peer "" on unix sockets); false when it
+ * could not (out of memory): the caller refuses it. */
+bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
+                      const char *label);
+/* Whether it may be closed to make room: it has sent no whole message. */
+bool syslog_conn_silent(const syslog_conn *c);
 /* Holds or resumes reading (pipeline_internal.h's hold). */
 void syslog_conn_hold(syslog_conn *c, bool hold);
-/* Stopping: reads what the kernel holds, then ends the connection. */
+/* Reads what the kernel holds for it now (held or not); it ends if its
+ * peer has closed. */
+void syslog_conn_read_queued(syslog_conn *c);
+/* Stopping, or closing it to make room: reads what the kernel holds, then
+ * ends the connection. */
 void syslog_conn_drain(syslog_conn *c);
 /* Whether it has read nothing for ms (held connections are not quiet:
  * they have more to read). */

@@ -99,6 +99,11 @@ void tls_session_free(tls_session *t)
   free(t);
 }
 
+bool tls_session_ready(const tls_session *t)
+{
+  return SSL_is_init_finished(t->ssl);
+}
+
 bool tls_session_closed(const tls_session *t)
 {
   return t->closed;

@@ -39,6 +39,8 @@ typedef void (*tls_plain_fn)(void *ud, const char *bytes, size_t len);
 int tls_session_feed(tls_session *t, const char *bytes, size_t len,
                      tls_plain_fn fn, void *ud, buf *out, char *err,
                      size_t errlen);
+/* The handshake is done. */
+bool tls_session_ready(const tls_session *t);
 /* The peer ended the session (close_notify). */
 bool tls_session_closed(const tls_session *t);
 

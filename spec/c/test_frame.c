@@ -45,22 +45,22 @@ static void on_malformed(void *ud, const char *bytes, size_t len,
 
 /* Feeds the stream whole, then again one byte at a time: both must give
  * the same frames. Returns the byte-at-a-time result in *g. */
-static void frames(framing mode, size_t max, const char *stream, bool end,
-                   got *g)
+static void frames_cr(framing mode, size_t max, bool keep_cr,
+                      const char *stream, bool end, got *g)
 {
   frame_handler h = {on_message, on_malformed, NULL};
   got whole = {0};
   frame_reader f;
 
   h.ud = &whole;
-  frame_init(&f, mode, max);
+  frame_init(&f, mode, max, keep_cr);
   frame_feed(&f, stream, strlen(stream), &h);
   if (end) frame_end(&f, &h);
   frame_free(&f);
 
   *g = (got){0};
   h.ud = g;
-  frame_init(&f, mode, max);
+  frame_init(&f, mode, max, keep_cr);
   for (size_t i = 0; stream[i]; i++) frame_feed(&f, &stream[i], 1, &h);
   if (end) frame_end(&f, &h);
   frame_free(&f);
@@ -68,6 +68,13 @@ static void frames(framing mode, size_t max, const char *stream, bool end,
   for (int i = 0; i < whole.n && i < MAX_OUT; i++)
     CHECK(strcmp(whole.text[i], g->text[i]) == 0 &&
           whole.piece[i] == g->piece[i] && whole.bad[i] == g->bad[i]);
+}
+
+/* The rule of every input: a CR before a line's LF goes. */
+static void frames(framing mode, size_t max, const char *stream, bool end,
+                   got *g)
+{
+  frames_cr(mode, max, false, stream, end, g);
 }
 
 static void test_octet_counted(void)
@@ -81,6 +88,28 @@ static void test_octet_counted(void)
   CHECK(strcmp(g.text[1], "<1>x") == 0);
   /* An LF between frames is skipped; one inside a frame is its own. */
   CHECK(strcmp(g.text[2], "<13>e\nf g h ") == 0);
+}
+
+/* A frame whose message ends in LF loses it (and the CR before it unless
+ * keep_cr), as rsyslog drops it; an LF or CR inside stays. */
+static void test_octet_counted_line_ends(void)
+{
+  got g;
+
+  frames(FRAMING_AUTO, 100, "6 <1>ab\n7 <1>ab\r\n6 <1>a\nb5 <1>a\r", true, &g);
+  CHECK(g.n == 4);
+  CHECK(strcmp(g.text[0], "<1>ab") == 0);
+  CHECK(strcmp(g.text[1], "<1>ab") == 0);
+  CHECK(strcmp(g.text[2], "<1>a\nb") == 0);
+  CHECK(strcmp(g.text[3], "<1>a\r") == 0); /* no LF after it: it stays */
+  frames_cr(FRAMING_AUTO, 100, true, "7 <1>ab\r\n2 \r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "<1>ab\r") == 0 &&
+        strcmp(g.text[1], "\r") == 0);
+  /* A frame of only its LF is no message; max bytes and an LF are one
+   * message, not two pieces. */
+  frames(FRAMING_AUTO, 4, "1 \n5 abcd\n6 abcd\r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 0 &&
+        strcmp(g.text[1], "abcd") == 0 && g.piece[1] == 0);
 }
 
 static void test_newline(void)
@@ -101,6 +130,12 @@ static void test_newline(void)
   /* Configured newline framing never reads counts. */
   frames(FRAMING_NEWLINE, 100, "5 <1>a\n", true, &g);
   CHECK(g.n == 1 && strcmp(g.text[0], "5 <1>a") == 0);
+  /* keep_cr keeps it; a CR inside a line stays either way. */
+  frames_cr(FRAMING_AUTO, 100, true, "<13>one\r\n<13>a\rb\r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "<13>one\r") == 0 &&
+        strcmp(g.text[1], "<13>a\rb\r") == 0);
+  frames(FRAMING_AUTO, 100, "<13>a\rb\r\n", true, &g);
+  CHECK(g.n == 1 && strcmp(g.text[0], "<13>a\rb") == 0);
 }
 
 static void test_pieces(void)
@@ -117,6 +152,29 @@ static void test_pieces(void)
   CHECK(g.n == 3 && g.piece[0] == 1 && g.piece[1] == 2 &&
         strcmp(g.text[1], "ef") == 0 && strcmp(g.text[2], "gh") == 0 &&
         g.piece[2] == 0);
+}
+
+/* A CRLF split from its message at max bytes, read by read: the CR goes
+ * with the LF, or is the next piece's first byte when no LF follows. */
+static void test_cr_at_max(void)
+{
+  got g;
+
+  frames(FRAMING_NEWLINE, 4, "abcd\r\nabcd\rx\nabcd\r", true, &g);
+  CHECK(g.n == 5);
+  CHECK(strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 0);
+  CHECK(strcmp(g.text[1], "abcd") == 0 && g.piece[1] == 1 &&
+        strcmp(g.text[2], "\rx") == 0 && g.piece[2] == 2);
+  /* The stream ended after the CR: it stays, in a piece of its own. */
+  CHECK(strcmp(g.text[3], "abcd") == 0 && g.piece[3] == 1 &&
+        strcmp(g.text[4], "\r") == 0 && g.piece[4] == 2);
+  frames(FRAMING_NEWLINE, 1, "x\r\ny\rz\n", true, &g);
+  CHECK(g.n == 4 && strcmp(g.text[0], "x") == 0 && g.piece[0] == 0 &&
+        strcmp(g.text[1], "y") == 0 && strcmp(g.text[2], "\r") == 0 &&
+        strcmp(g.text[3], "z") == 0 && g.piece[3] == 3);
+  frames_cr(FRAMING_NEWLINE, 4, true, "abcd\r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "abcd") == 0 && g.piece[0] == 1 &&
+        strcmp(g.text[1], "\r") == 0 && g.piece[1] == 2);
 }
 
 static void test_malformed(void)
@@ -152,19 +210,27 @@ static void test_datagrams(void)
   got g = {0};
 
   h.ud = &g;
-  frame_datagram(100, "<13>a\n", 6, &h);
-  frame_datagram(100, "\n", 1, &h);
-  frame_datagram(3, "abcdefg", 7, &h);
+  frame_datagram(100, false, "<13>a\n", 6, &h);
+  frame_datagram(100, false, "\n", 1, &h);
+  frame_datagram(3, false, "abcdefg", 7, &h);
   CHECK(g.n == 4 && strcmp(g.text[0], "<13>a") == 0 && g.piece[0] == 0);
   CHECK(strcmp(g.text[1], "abc") == 0 && g.piece[1] == 1 &&
         strcmp(g.text[3], "g") == 0 && g.piece[3] == 3);
+  g = (got){0};
+  frame_datagram(100, false, "<13>b\r\n", 7, &h);
+  frame_datagram(100, true, "<13>c\r\n", 7, &h);
+  frame_datagram(100, false, "<13>d\r", 6, &h);
+  CHECK(g.n == 3 && strcmp(g.text[0], "<13>b") == 0 &&
+        strcmp(g.text[1], "<13>c\r") == 0 && strcmp(g.text[2], "<13>d\r") == 0);
 }
 
 int main(void)
 {
   test_octet_counted();
+  test_octet_counted_line_ends();
   test_newline();
   test_pieces();
+  test_cr_at_max();
   test_malformed();
   test_datagrams();
   return check_summary();

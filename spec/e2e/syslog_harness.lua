@@ -113,13 +113,19 @@ end
 -- beside it) and waits until every syslog_input of the config has logged its
 -- address. Returns { dir, address = { NAME = "tcp://127.0.0.1:PORT" },
 -- port = { NAME = PORT }, host = { NAME = HOST }, path = { NAME = PATH } }.
-function h.start(config, files)
+-- opts.max_files: its RLIMIT_NOFILE, soft and hard (`ulimit -n`; lumberjit
+-- raises the soft limit to the hard one).
+function h.start(config, files, opts)
   local dir = run.tmpdir()
   config = config:gsub("%$DIR", dir)
   run.write(dir .. "/config.lua", config)
   for name, text in pairs(files or {}) do run.write(dir .. "/" .. name, text) end
   local listeners = select(2, config:gsub('type%s*=%s*"syslog_input"', ""))
-  h.spawn(dir, "lumberjit", run.quote(run.bin) .. " -c config.lua", 120)
+  local cmd = run.quote(run.bin) .. " -c config.lua"
+  if opts and opts.max_files then
+    cmd = "sh -c " .. run.quote(string.format("ulimit -n %d && exec %s", opts.max_files, cmd))
+  end
+  h.spawn(dir, "lumberjit", cmd, 120)
   local address = {}
   h.wait_until(function()
     address = listening(run.read(dir .. "/lumberjit.err"))
@@ -166,17 +172,41 @@ function h.stop(lj)
   }
 end
 
--- The syslog summary line of input `name`:
+-- The syslog summary line of input `name`, of a stream listener:
 -- "input 'tcp': 3 connections (0 refused over max_connections, 0 closed
--- idle), 1 malformed frames, 0 datagrams dropped" -> { connections = 3,
--- refused = 0, idle = 0, malformed = 1, dropped = 0 }, or nil.
+-- idle), 1 malformed frames" -> { connections = 3, refused = 0, idle = 0,
+-- malformed = 1 }; of a datagram listener: "input 'udp': 1 malformed
+-- datagrams, 0 datagrams dropped by the kernel" -> { malformed = 1,
+-- dropped = 0 }; or nil.
 function h.summary(stderr, name)
-  local pattern = "input '" .. name:gsub("%p", "%%%0") .. "': (%d+) connections %((%d+) refused over "
-    .. "max_connections, (%d+) closed idle%), (%d+) malformed frames, (%d+) datagrams dropped"
-  local connections, refused, idle, malformed, dropped = (stderr or ""):match(pattern)
-  if not connections then return nil end
-  return { connections = tonumber(connections), refused = tonumber(refused), idle = tonumber(idle),
-           malformed = tonumber(malformed), dropped = tonumber(dropped) }
+  local quoted = name:gsub("%p", "%%%0")
+  local connections, refused, idle, malformed = (stderr or ""):match("input '" .. quoted
+    .. "': (%d+) connections %((%d+) refused over max_connections, (%d+) closed idle%), (%d+) malformed frames")
+  if connections then
+    return { connections = tonumber(connections), refused = tonumber(refused), idle = tonumber(idle),
+             malformed = tonumber(malformed) }
+  end
+  local dropped
+  malformed, dropped = (stderr or ""):match("input '" .. quoted
+    .. "': (%d+) malformed datagrams, (%d+) datagrams dropped by the kernel")
+  if not malformed then return nil end
+  return { malformed = tonumber(malformed), dropped = tonumber(dropped) }
+end
+
+-- The syslog summary's connection slots line of input `name`:
+-- "input 'tcp': connection slots: 0 refused over max_connections_per_address,
+-- 0 refused for want of a file descriptor, 3 silent closed to make room, 0
+-- closed past tls_handshake_timeout_ms, 1 closed past first_message_timeout_ms"
+-- -> { refused_address = 0, refused_fd = 0, evicted = 3, handshake_late = 0,
+-- message_late = 1 }, or nil.
+function h.slots(stderr, name)
+  local pattern = "input '" .. name:gsub("%p", "%%%0") .. "': connection slots: (%d+) refused over "
+    .. "max_connections_per_address, (%d+) refused for want of a file descriptor, (%d+) silent closed to "
+    .. "make room, (%d+) closed past tls_handshake_timeout_ms, (%d+) closed past first_message_timeout_ms"
+  local address, fd, evicted, handshake, message = (stderr or ""):match(pattern)
+  if not address then return nil end
+  return { refused_address = tonumber(address), refused_fd = tonumber(fd), evicted = tonumber(evicted),
+           handshake_late = tonumber(handshake), message_late = tonumber(message) }
 end
 
 -- How many times each value of records[i][key] occurs.

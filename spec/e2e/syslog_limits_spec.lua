@@ -128,6 +128,8 @@ describe("syslog_input's start", function()
                    check("address = 'tcp://127.0.0.1:1', framing = 'lines'"))
     assert.matches("key 'socket_mode' must be octal permissions",
                    check("address = 'unix:/tmp/x', socket_mode = '0999'"))
+    assert.matches("key 'max_connections_per_address' must be at least 1",
+                   check("address = 'tcp://127.0.0.1:1', max_connections_per_address = 0"))
     assert.matches("key 'max_conections' is unknown %(did you mean 'max_connections'%?%)",
                    check("address = 'tcp://127.0.0.1:1', max_conections = 5"))
   end)
