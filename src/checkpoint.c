@@ -19,12 +19,14 @@ struct saved_file {
   unsigned fingerprint_len;
 };
 
-/* FNV-1a, 64 bits: enough to tell one file's first bytes from another's. */
-static uint64_t fnv1a(const unsigned char *p, size_t n)
+/* FNV-1a, 64 bits: enough to tell one file's first bytes from another's
+ * (device and inode tell the files themselves apart). */
+uint64_t checkpoint_fingerprint_add(uint64_t fp, const void *bytes, size_t len)
 {
-  uint64_t h = 0xcbf29ce484222325u;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
-  return h;
+  const unsigned char *p = bytes;
+
+  for (size_t i = 0; i < len; i++) fp = (fp ^ p[i]) * 0x100000001b3u;
+  return fp;
 }
 
 /* Hashes the first len bytes of fd; false when it has fewer. */
@@ -34,7 +36,7 @@ static bool fingerprint_of(int fd, uint32_t len, uint64_t *out)
   ssize_t n = pread(fd, head, len, 0);
 
   if (n != (ssize_t)len) return false;
-  *out = fnv1a(head, len);
+  *out = checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, head, len);
   return true;
 }
 
@@ -143,20 +145,6 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
 
 /* ---- sources ---- */
 
-bool checkpoint_same_file(const checkpoint_source *s, int fd,
-                          const struct stat *sb)
-{
-  return sb->st_dev == s->device && sb->st_ino == s->inode &&
-         checkpoint_head_is(fd, s->fingerprint_len, s->fingerprint);
-}
-
-bool checkpoint_head_is(int fd, uint32_t len, uint64_t fp)
-{
-  uint64_t now;
-
-  return fingerprint_of(fd, len, &now) && now == fp;
-}
-
 /* The saved block of this very file, taken out of the list; NULL if none. */
 static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
                                       int fd, const struct stat *sb)
@@ -205,8 +193,10 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
     s->acked = *offset = f->offset;
     *known = true;
     free_saved(f);
+  } else if (!fingerprint_of(fd, fingerprint_len(sb), &s->fingerprint)) {
+    s->fingerprint = CHECKPOINT_FINGERPRINT_EMPTY;
   } else {
-    checkpoint_update(s, fd, sb, NULL);
+    s->fingerprint_len = fingerprint_len(sb);
   }
   s->next = st->sources;
   st->sources = s;
@@ -214,27 +204,23 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
   return s;
 }
 
-void checkpoint_update(checkpoint_source *s, int fd, const struct stat *sb,
-                       const char *path)
+void checkpoint_set_fingerprint(checkpoint_source *s, uint32_t len,
+                                uint64_t fp)
 {
-  uint32_t len = fingerprint_len(sb);
-  uint64_t fp;
+  if (len == s->fingerprint_len && fp == s->fingerprint) return;
+  s->fingerprint_len = len;
+  s->fingerprint = fp;
+  s->store->dirty = true;
+}
 
-  if (len > s->fingerprint_len && fingerprint_of(fd, len, &fp)) {
-    s->fingerprint_len = len;
-    s->fingerprint = fp;
-    s->store->dirty = true;
-  } else if (s->fingerprint_len == 0) {
-    s->fingerprint = fnv1a(NULL, 0);
-  }
-  if (path && strcmp(path, s->path) != 0) {
-    char *copy = strdup(path);
-    if (copy) {
-      free(s->path);
-      s->path = copy;
-      s->store->dirty = true;
-    }
-  }
+void checkpoint_moved(checkpoint_source *s, const char *path)
+{
+  char *copy;
+
+  if (strcmp(path, s->path) == 0 || !(copy = strdup(path))) return;
+  free(s->path);
+  s->path = copy;
+  s->store->dirty = true;
 }
 
 static void free_source(checkpoint_source *s)

@@ -3,9 +3,10 @@
  * kept in the state directory so a restart resumes there.
  *
  * A source is one file one input reads, known by its identity: device,
- * inode and a fingerprint (a hash of its first bytes, up to 1 KiB), so that
- * a rotated file is still itself under its new name, and a new file that
- * got an old one's inode is not. The store is the state file, one for the
+ * inode and a fingerprint (a hash of its first bytes, up to 1 KiB; a
+ * tail_input's covers only bytes it read), so that a rotated file is still
+ * itself under its new name, and a new file that got an old one's inode is
+ * not. The store is the state file, one for the
  * whole pipeline, so a checkpoint costs one fsync however many inputs and
  * files there are.
  *
@@ -44,6 +45,7 @@
 #define LUMBERJIT_CHECKPOINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -97,15 +99,16 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
                                     const char *path, int fd,
                                     const struct stat *sb, uint64_t *offset,
                                     bool *known);
-/* Whether fd is the file s tracks: same device, inode and first bytes. */
-bool checkpoint_same_file(const checkpoint_source *s, int fd,
-                          const struct stat *sb);
-/* Whether fd's first len bytes hash to fp (a fingerprint of s's kind). */
-bool checkpoint_head_is(int fd, uint32_t len, uint64_t fp);
-/* The file grew or moved: a fingerprint shorter than the maximum takes in
- * the new first bytes; path is where it is now (NULL: unchanged). */
-void checkpoint_update(checkpoint_source *s, int fd, const struct stat *sb,
-                       const char *path);
+/* The fingerprint of no bytes, and a fingerprint with more bytes after
+ * those it covers: a reader builds one up as it reads. */
+#define CHECKPOINT_FINGERPRINT_EMPTY UINT64_C(0xcbf29ce484222325)
+uint64_t checkpoint_fingerprint_add(uint64_t fp, const void *bytes, size_t len);
+/* The fingerprint is now of the first len bytes (a reader's: bytes it
+ * read, so that a resume needs the very bytes it read). */
+void checkpoint_set_fingerprint(checkpoint_source *s, uint32_t len,
+                                uint64_t fp);
+/* The file is now found at path. */
+void checkpoint_moved(checkpoint_source *s, const char *path);
 /* Stops tracking s (its file is gone, or is read again from 0): it leaves
  * the state file at the next save, and is freed once the records that
  * hold its tickets are done. */

@@ -122,7 +122,11 @@ static void read_now(input *in)
   while (!in->paused && !in->stopping && !in->at_end) {
     ssize_t n = pread(in->fd, in->readbuf, in->readbuf_size,
                       (off_t)in->read_offset);
-    if (n > 0) {
+    if (n >= 0 && in->handler.follows &&
+        !in->handler.follows(in->handler.ud, in, in->readbuf, (size_t)n)) {
+      in->hold_partial = true;
+      in->stopping = true;
+    } else if (n > 0) {
       in->busy = true;
       split_lines(in, in->readbuf, (size_t)n);
       in->busy = false;

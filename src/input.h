@@ -37,6 +37,7 @@
 #define LUMBERJIT_INPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -58,6 +59,13 @@ typedef struct {
    * reading stopped. */
   void (*finished)(void *ud, input *in, const char *error);
   void *ud;
+  /* Following a file (optional): called with each read's bytes, read at
+   * in->read_offset (len 0: none, the reading is at the file's end),
+   * before they are split. False: they do not follow the bytes read
+   * before (the file was truncated or rewritten under the reader), so the
+   * read is dropped, the unfinished last line held is not handed on (it
+   * would be torn) and the input finishes. */
+  bool (*follows)(void *ud, input *in, const char *data, size_t len);
 } input_handler;
 
 struct input {

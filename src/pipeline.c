@@ -450,7 +450,7 @@ output_events pipeline_sink_events(pipeline *pl)
 
 input_handler pipeline_input_handler(pipeline *pl)
 {
-  return (input_handler){on_record, on_chunk_done, NULL, on_finished, pl};
+  return (input_handler){on_record, on_chunk_done, NULL, on_finished, pl, NULL};
 }
 
 static bool writes(const output_sink *o, const struct stat *sb)

@@ -27,6 +27,9 @@ typedef struct {
    * datagrams the kernel dropped while the socket was not read. */
   const char *kind;
   uint64_t connections, refused, idle_closed, malformed, dropped;
+  /* A tail_input's (kind "tail"): files that waited for a free slot or
+   * file descriptor; files open(2) refused (unreadable), until readable. */
+  uint64_t waited, unreadable;
 } pipeline_input_stats;
 
 typedef struct {

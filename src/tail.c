@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fd_limit.h"
 #include "log.h"
+#include "tail_identity.h"
 
 typedef struct tail tail;
 
@@ -20,7 +22,11 @@ typedef struct tail_file {
   struct tail_file *next;
   tail *t;
   char *path;              /* where it was opened (or last found) */
-  checkpoint_source *ckpt; /* identity and acknowledged offset */
+  dev_t device;            /* what it is: tail_identity.h */
+  ino_t inode;
+  checkpoint_source *ckpt; /* acknowledged offset; NULL: never opened */
+  tail_signature sig;      /* the bytes read: up to sig.offset */
+  tail_recent recent;      /* the last of them, while it is open */
   uint64_t offset;         /* where the next opening reads from */
   uint64_t size;           /* at the last look */
   uint64_t changed_ms;     /* loop time it last grew */
@@ -30,23 +36,30 @@ typedef struct tail_file {
   bool found;              /* the current scan found it */
   bool moved;              /* no pattern leads to it any more */
   uint64_t moved_ms;       /* loop time that was first seen */
+  bool at_start;           /* found by the first scan: read from `offset`
+                              (its size then, or 0 with read_from_head) */
   bool truncated;          /* read it again from 0 once finished */
-  int young_fd;            /* a new file too short to tell whether it is a
-                              copy: open, waiting until young_until_ms */
-  uint64_t young_until_ms;
+  bool waiting;            /* refused a slot or a descriptor: counted */
+  bool unreadable;         /* open(2) refused it: logged, counted */
+  int young_fd;            /* new, held open until it is known whether it
+                              is a copy (kin_of) */
+  uint64_t young_since_ms;
 } tail_file;
 
-/* A file read up to `offset` that was then truncated (copytruncate): a new
- * file with the same first bytes is its copy, to be read from there. */
+/* A file truncated a moment ago (copytruncate copies, then truncates): a
+ * new file holding what it held is its copy, read from `resume`. */
 typedef struct {
-  uint32_t len;
-  uint64_t fingerprint, offset, until_ms;
+  dev_t device;            /* the truncated file is no copy of itself */
+  ino_t inode;
+  tail_signature sig;
+  tail_recent recent;
+  uint64_t resume;         /* past its last whole line read */
+  uint64_t until_ms;
 } truncated_file;
 
-/* Fewer first bytes are no proof that one file is a copy of another. */
-#define COPY_MIN_FINGERPRINT 64
 #define TRUNCATED_KEPT 16
-/* How soon a young file is looked at again. */
+/* How soon a young file is looked at again, and how long one that may be
+ * a copy still being written waits. */
 #define YOUNG_FILE_WAIT_MS 100
 
 struct tail {
@@ -55,10 +68,14 @@ struct tail {
   config_tail cfg;         /* paths and exclude are copies */
   uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */
   tail_file *files;
-  size_t open_files;
+  size_t open_files;       /* reading, or young */
+  uint64_t fd_room;        /* descriptors it may still take (fd_limit.h) */
+  size_t nwaiting;         /* files with `waiting` set */
+  uint64_t waited, unreadable; /* counters: files that had to wait, files
+                                  open(2) refused */
   truncated_file truncated[TRUNCATED_KEPT]; /* a ring, for rotate_wait_ms */
   size_t ntruncated;
-  bool handles, first_scan, stopping, warned_full;
+  bool handles, first_scan, stopping, warned_slots, warned_fds;
 };
 
 static void free_tail(tail *t)
@@ -68,9 +85,12 @@ static void free_tail(tail *t)
     tail_file *f = t->files;
     t->files = f->next;
     if (f->young_fd >= 0) close(f->young_fd);
+    tail_recent_free(&f->recent);
     free(f->path);
     free(f);
   }
+  for (size_t i = 0; i < TRUNCATED_KEPT; i++)
+    tail_recent_free(&t->truncated[i].recent);
   config_list_free(t->cfg.paths);
   config_list_free(t->cfg.exclude);
   free(t->cfg.join.pattern);
@@ -98,6 +118,75 @@ static tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
   return t;
 }
 
+/* ---- descriptors ---- */
+
+/* A file that may not be opened now waits: the next scan finds it again.
+ * Counted once per wait; logged once until no file waits. */
+static void hold(tail *t, tail_file *f, bool no_fds)
+{
+  if (f->waiting) return;
+  f->waiting = true;
+  t->nwaiting++;
+  t->waited++;
+  if (!no_fds && !t->warned_slots)
+    log_msg("input '%s': %zu files open (max_open_files); %s waits for a "
+            "free slot, as will others", t->pi->name, t->open_files, f->path);
+  else if (no_fds && !t->warned_fds)
+    log_msg("input '%s': no file descriptor free for %s (%zu files open; "
+            "ulimit -n %" PRIu64 ", %d kept for checkpoints and outputs); it "
+            "waits for one, as will others", t->pi->name, f->path,
+            t->open_files, fd_limit_current(), FD_LIMIT_RESERVED);
+  if (no_fds) t->warned_fds = true;
+  else t->warned_slots = true;
+}
+
+static void stop_waiting(tail *t, tail_file *f)
+{
+  if (!f->waiting) return;
+  f->waiting = false;
+  if (--t->nwaiting == 0) t->warned_slots = t->warned_fds = false;
+}
+
+/* Whether f may take a descriptor now: under max_open_files and the
+ * descriptor budget, asked again at each scan. */
+static bool may_open(tail *t, tail_file *f)
+{
+  bool slots = t->open_files < t->cfg.max_open_files;
+
+  if (slots && t->fd_room > 0) return true;
+  hold(t, f, slots);
+  return false;
+}
+
+/* Opens f at path; -1 when it cannot be opened (a missing descriptor
+ * makes f wait, a refusal is logged once) or is no longer f. */
+static int open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+  if (fd < 0) {
+    if (fd_limit_exhausted(errno)) {
+      t->fd_room = 0;
+      hold(t, f, true);
+    } else if (errno != ENOENT && !f->unreadable) {
+      f->unreadable = true;
+      t->unreadable++;
+      log_msg("input '%s': cannot read %s: %s; it is read once it can be",
+              t->pi->name, path, strerror(errno));
+    }
+    return -1;
+  }
+  if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode) ||
+      sb->st_dev != f->device || sb->st_ino != f->inode) {
+    close(fd);
+    return -1;
+  }
+  t->fd_room--;
+  f->unreadable = false;
+  stop_waiting(t, f);
+  return fd;
+}
+
 /* ---- reading one file ---- */
 
 static void on_file_event(uv_fs_event_t *h, const char *name, int events,
@@ -109,6 +198,38 @@ static void on_at_end(void *ud, input *in)
 {
   (void)ud;
   ((pl_source *)in)->file->size = in->read_offset;
+}
+
+static void log_truncated(const tail_file *f, const input *in)
+{
+  if (in && in->carry.len > 0)
+    log_msg("input '%s': %s was truncated; reading it again from the start "
+            "(the %zu bytes of an unfinished last line read before are not "
+            "handed on: a copy of the file, if found, has them whole)",
+            f->t->pi->name, f->path, in->carry.len);
+  else
+    log_msg("input '%s': %s was truncated; reading it again from the start",
+            f->t->pi->name, f->path);
+}
+
+/* Each read must follow the bytes read before: a file truncated (and
+ * perhaps rewritten past the offset) since is read again from 0, and the
+ * bytes now at the offset, the middle of some new line, are not taken. */
+static bool on_read(void *ud, input *in, const char *data, size_t len)
+{
+  tail_file *f = ((pl_source *)in)->file;
+
+  (void)ud;
+  if (f->sig.offset == in->read_offset &&
+      tail_signature_window_holds(&f->sig, in->fd)) {
+    tail_signature_extend(&f->sig, data, len);
+    tail_recent_add(&f->recent, data, len);
+    checkpoint_set_fingerprint(f->ckpt, f->sig.head_len, f->sig.head_hash);
+    return true;
+  }
+  log_truncated(f, in);
+  f->truncated = true;
+  return false;
 }
 
 static void watch_file(tail_file *f)
@@ -132,20 +253,13 @@ static void unwatch_file(tail_file *f)
   f->watch = NULL;
 }
 
-/* Starts reading f on fd (open on it) from f->offset. */
-static void open_source(tail *t, tail_file *f, int fd)
+/* Starts reading f on fd (open on it, a slot taken) from f->offset, where
+ * f->sig ends. */
+static void start_reading(tail *t, tail_file *f, int fd)
 {
   pl_source *src;
   char err[512];
 
-  if (t->open_files >= t->cfg.max_open_files) {
-    if (!t->warned_full)
-      log_msg("input '%s': %zu files open (max_open_files); %s waits for a "
-              "free slot", t->pi->name, t->open_files, f->path);
-    t->warned_full = true;
-    close(fd);
-    return;
-  }
   if (!(src = pipeline_source_new(t->pi))) {
     log_msg("input '%s': out of memory; %s is not read for now", t->pi->name,
             f->path);
@@ -160,6 +274,7 @@ static void open_source(tail *t, tail_file *f, int fd)
   src->in.readbuf_size = t->cfg.read_buffer;
   src->in.read_offset = src->in.done_offset = f->offset;
   src->in.handler.at_end = on_at_end;
+  src->in.handler.follows = on_read;
   if (t->cfg.join.mode != JOIN_NONE)
     join_init(&src->join, &t->cfg.join, t->pi->pl->join_matcher);
   if (input_start(&src->in, t->loop, err, sizeof err) != 0) {
@@ -167,6 +282,10 @@ static void open_source(tail *t, tail_file *f, int fd)
     pipeline_source_free(src);
     return;
   }
+  checkpoint_set_fingerprint(f->ckpt, f->sig.head_len, f->sig.head_hash);
+  /* Without them (out of memory) only a copy as long as what was read is
+   * recognised. */
+  tail_recent_load(&f->recent, fd, f->sig.offset);
   f->src = src;
   f->changed_ms = uv_now(t->loop);
   t->open_files++;
@@ -174,120 +293,190 @@ static void open_source(tail *t, tail_file *f, int fd)
   input_read_more(&src->in); /* last: it may finish the source */
 }
 
-/* Opens path for reading; -1 when it cannot be opened or is not a regular
- * file. */
-static int open_file(const char *path, struct stat *sb)
+/* Reads f on fd from offset (0 if the file is shorter). */
+static void start_at(tail *t, tail_file *f, int fd, uint64_t offset)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-
-  if (fd < 0) return -1;
-  if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
-    close(fd);
-    return -1;
+  if (!tail_signature_load(&f->sig, fd, offset)) {
+    offset = 0;
+    tail_signature_load(&f->sig, fd, 0);
   }
-  return fd;
+  f->offset = f->ckpt->acked = offset;
+  start_reading(t, f, fd);
 }
 
-/* Whether a new file is the copy of one being read, or of one truncated a
- * moment ago (logrotate's copytruncate copies, then truncates): if so, the
- * copy is read from where the original was read up to, and the lines
- * written between the read and the truncation are not lost. */
-static bool copy_of(tail *t, const tail_file *copy, int fd, uint64_t *offset)
-{
-  uint64_t now = uv_now(t->loop);
-  const char *path = copy->path;
+/* What a new file is to the files read before. */
+typedef enum {
+  NEW_FILE,
+  MAYBE_COPY, /* shorter than a file read, whose first bytes it may hold:
+                 a copy still being written, or not */
+  TWIN,       /* holds all a file being read holds: its copy if that file
+                 is truncated soon (logrotate truncates right after the
+                 copy), else a new file that starts the same */
+  COPY        /* holds all a truncated file held */
+} kinship;
 
-  for (tail_file *f = t->files; f; f = f->next) {
-    uint64_t at = f->src ? f->src->in.done_offset : f->offset;
-    if (f == copy) continue;
-    /* The copy may still be being written: its reading waits at its end. */
-    if (f->ckpt->fingerprint_len >= COPY_MIN_FINGERPRINT &&
-        checkpoint_head_is(fd, f->ckpt->fingerprint_len, f->ckpt->fingerprint)) {
-      log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
-              t->pi->name, path, f->path, at);
-      *offset = at;
-      return true;
-    }
-  }
+/* Whether fd's first bytes hash to the head of sig. */
+static bool head_is(int fd, const tail_signature *sig)
+{
+  tail_signature head;
+
+  return tail_signature_load(&head, fd, sig->head_len) &&
+         head.head_hash == sig->head_hash;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+  return a < b ? a : b;
+}
+
+/* What a new file, `size` bytes long, open on fd, is to the files read
+ * before; for a COPY, where to read it from and a name for its original:
+ * past the last whole line read from the original, or the copy's end if
+ * it is shorter (all it holds was read). */
+static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
+                      uint64_t *offset, const char **original)
+{
+  uint64_t now = uv_now(t->loop), upto;
+  kinship kin = NEW_FILE;
+
   for (size_t i = 0; i < t->ntruncated && i < TRUNCATED_KEPT; i++) {
     const truncated_file *c = &t->truncated[i];
-    if (now <= c->until_ms &&
-        checkpoint_head_is(fd, c->len, c->fingerprint)) {
-      log_msg("input '%s': %s is a copy of a file truncated since; reading it "
-              "from offset %" PRIu64, t->pi->name, path, c->offset);
-      *offset = c->offset;
-      return true;
+    if (now <= c->until_ms && c->sig.offset > 0 &&
+        (c->device != young->device || c->inode != young->inode) &&
+        tail_is_copy(&c->sig, &c->recent, fd, size, &upto)) {
+      *offset = min_u64(c->resume, upto);
+      *original = "a file truncated since";
+      return COPY;
     }
   }
-  return false;
+  for (const tail_file *f = t->files; f; f = f->next) {
+    if (f == young || !f->ckpt || f->young_fd >= 0 || f->sig.offset == 0 ||
+        (f->device == young->device && f->inode == young->inode))
+      continue;
+    if (tail_is_copy(&f->sig, &f->recent, fd, size, &upto)) {
+      if (f->truncated) {
+        *offset = min_u64(f->src ? f->src->in.done_offset : f->offset, upto);
+        *original = f->path;
+        return COPY;
+      }
+      kin = TWIN;
+    } else if (kin == NEW_FILE && size < f->sig.offset &&
+               (size < f->sig.head_len || head_is(fd, &f->sig))) {
+      kin = MAYBE_COPY;
+    }
+  }
+  return kin;
 }
 
-static void note_truncated(tail *t, const tail_file *f)
+/* Settles a young file once it tells: a copy is read from where its
+ * original was read to, so that what was written between that read and
+ * the truncation comes from the copy; any other file from its head. A
+ * file that may yet prove a copy waits, held open (nothing it gets is
+ * lost, even if it is renamed away), but not past its deadline or once no
+ * pattern leads to it. */
+static void decide(tail *t, tail_file *f, uint64_t now)
 {
-  if (f->ckpt->fingerprint_len < COPY_MIN_FINGERPRINT) return;
-  t->truncated[t->ntruncated++ % TRUNCATED_KEPT] = (truncated_file){
-    f->ckpt->fingerprint_len, f->ckpt->fingerprint, f->offset,
+  int fd = f->young_fd;
+  uint64_t offset = 0, waited = now - f->young_since_ms;
+  const char *original = NULL;
+  struct stat sb;
+  kinship kin = NEW_FILE;
+
+  if (fstat(fd, &sb) == 0)
+    kin = kin_of(t, f, fd, (uint64_t)sb.st_size, &offset, &original);
+  if (f->found && ((kin == MAYBE_COPY && waited < YOUNG_FILE_WAIT_MS) ||
+                   (kin == TWIN && waited < 2 * t->cfg.scan_interval_ms +
+                                            YOUNG_FILE_WAIT_MS)))
+    return;
+  if (kin == COPY)
+    log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
+            t->pi->name, f->path, original, offset);
+  else
+    offset = 0;
+  f->young_fd = -1;
+  t->open_files--;
+  start_at(t, f, fd, offset);
+}
+
+/* Remembers what f held (its last bytes read are handed over). */
+static void note_truncated(tail *t, tail_file *f)
+{
+  truncated_file *c;
+
+  if (f->sig.offset == 0) return;
+  c = &t->truncated[t->ntruncated++ % TRUNCATED_KEPT];
+  tail_recent_free(&c->recent);
+  *c = (truncated_file){
+    f->device, f->inode, f->sig, f->recent, f->offset,
     uv_now(t->loop) + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms};
+  f->recent = (tail_recent){NULL, 0};
 }
 
 static void on_scan_timer(uv_timer_t *h);
 
-/* A new file is read from its head, or, if it is a copy, from where its
- * original was read to. */
-static void settle(tail *t, tail_file *f, int fd)
+/* Young files are looked at again soon. */
+static void arm_young_timer(tail *t)
 {
-  uint64_t offset = 0;
-
-  f->young_fd = -1;
-  if (copy_of(t, f, fd, &offset)) f->ckpt->acked = offset;
-  f->offset = offset;
-  open_source(t, f, fd);
+  if (t->stopping || uv_is_active((uv_handle_t *)&t->soon)) return;
+  for (const tail_file *f = t->files; f; f = f->next)
+    if (f->young_fd >= 0) {
+      uv_timer_start(&t->soon, on_scan_timer, YOUNG_FILE_WAIT_MS, 0);
+      return;
+    }
 }
 
-/* A file found for the first time: from its checkpoint, its end (the first
- * scan, unless read_from_head), or as a new file (settle). A new file
- * shorter than a whole fingerprint may be a copy still being written
- * (copytruncate): it is held open, so nothing it gets is lost even if it
- * is renamed away, and settled at a later look, when its first bytes tell. */
-static void add_file(tail *t, const char *path)
+/* The first opening of a file: from its checkpoint, from where the first
+ * scan found its end (or its head, with read_from_head), or, found later,
+ * as a new file (decide). */
+static void open_new(tail *t, tail_file *f)
 {
-  tail_file *f = calloc(1, sizeof *f);
   struct stat sb;
   uint64_t offset;
   bool known;
-  int fd = -1;
+  int fd;
 
-  if (!f || !(f->path = strdup(path)) || (fd = open_file(path, &sb)) < 0 ||
-      !(f->ckpt = checkpoint_track(&t->pi->pl->store, t->pi->name, path, fd,
-                                   &sb, &offset, &known))) {
-    if (fd >= 0) close(fd);
-    if (f) free(f->path);
-    free(f);
+  if (!may_open(t, f) || (fd = open_file(t, f, f->path, &sb)) < 0) return;
+  if (!(f->ckpt = checkpoint_track(&t->pi->pl->store, t->pi->name, f->path,
+                                   fd, &sb, &offset, &known))) {
+    close(fd);
     return;
+  }
+  f->size = (uint64_t)sb.st_size;
+  if (known) {
+    log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name,
+            f->path, offset);
+    start_at(t, f, fd, offset);
+  } else if (f->at_start) {
+    start_at(t, f, fd, f->offset);
+  } else {
+    f->young_fd = fd;
+    f->young_since_ms = uv_now(t->loop);
+    t->open_files++;
+    decide(t, f, f->young_since_ms);
+    arm_young_timer(t);
+  }
+}
+
+static tail_file *new_file(tail *t, const char *path, const struct stat *sb,
+                           bool at_start)
+{
+  tail_file *f = calloc(1, sizeof *f);
+
+  if (!f || !(f->path = strdup(path))) {
+    free(f);
+    return NULL;
   }
   f->t = t;
+  f->device = sb->st_dev;
+  f->inode = sb->st_ino;
   f->found = true;
   f->young_fd = -1;
-  f->size = (uint64_t)sb.st_size;
+  f->at_start = at_start;
+  f->size = (uint64_t)sb->st_size;
+  if (at_start && !t->cfg.read_from_head) f->offset = f->size;
   f->next = t->files;
   t->files = f;
-  if (!known && !t->first_scan) {
-    if (sb.st_size >= CHECKPOINT_FINGERPRINT_MAX) {
-      settle(t, f, fd);
-      return;
-    }
-    f->young_fd = fd;
-    f->young_until_ms = uv_now(t->loop) + YOUNG_FILE_WAIT_MS;
-    uv_timer_start(&t->soon, on_scan_timer, YOUNG_FILE_WAIT_MS, 0);
-    return;
-  }
-  if (known)
-    log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name, path,
-            offset);
-  else if (!t->cfg.read_from_head)
-    offset = f->ckpt->acked = f->size;
-  f->offset = offset;
-  open_source(t, f, fd);
+  return f;
 }
 
 static void free_file(tail *t, tail_file *f)
@@ -298,8 +487,13 @@ static void free_file(tail *t, tail_file *f)
       break;
     }
   unwatch_file(f);
-  if (f->young_fd >= 0) close(f->young_fd);
-  checkpoint_retire(&t->pi->pl->store, f->ckpt);
+  if (f->young_fd >= 0) {
+    close(f->young_fd);
+    t->open_files--;
+  }
+  stop_waiting(t, f);
+  if (f->ckpt) checkpoint_retire(&t->pi->pl->store, f->ckpt);
+  tail_recent_free(&f->recent);
   free(f->path);
   free(f);
 }
@@ -309,8 +503,7 @@ static void free_file(tail *t, tail_file *f)
 static tail_file *find_file(tail *t, const struct stat *sb)
 {
   for (tail_file *f = t->files; f; f = f->next)
-    if (f->ckpt->device == sb->st_dev && f->ckpt->inode == sb->st_ino)
-      return f;
+    if (f->device == sb->st_dev && f->inode == sb->st_ino) return f;
   return NULL;
 }
 
@@ -321,37 +514,41 @@ static bool excluded(const tail *t, const char *path)
   return false;
 }
 
-/* A closed file at a path: reopened when it grew; if its inode now holds
- * another file, that one is new. */
-static void look_at_closed(tail *t, tail_file *f, const char *path)
+static void found_path(tail *t, const char *path, bool at_start);
+
+/* A closed file (idle) at a path, now sb: reopened when it grew; if it no
+ * longer holds what was read, it was truncated: a new file to read. */
+static void look_at_closed(tail *t, tail_file *f, const char *path,
+                           const struct stat *sb)
 {
-  struct stat sb;
+  struct stat now;
+  char *copy;
   int fd;
 
-  if ((fd = open_file(path, &sb)) < 0) return;
-  if (!checkpoint_same_file(f->ckpt, fd, &sb) ||
-      (uint64_t)sb.st_size < f->offset) {
+  if ((uint64_t)sb->st_size == f->sig.offset || !may_open(t, f) ||
+      (fd = open_file(t, f, path, &now)) < 0)
+    return;
+  if (!tail_signature_holds(&f->sig, fd, (uint64_t)now.st_size)) {
     close(fd);
+    t->fd_room++;
+    log_truncated(f, NULL);
+    note_truncated(t, f);
+    copy = strdup(path);
     free_file(t, f);
-    add_file(t, path);
+    if (copy) found_path(t, copy, false);
+    free(copy);
+    schedule_scan(t);
     return;
   }
-  if ((uint64_t)sb.st_size == f->offset) {
-    close(fd);
-    return;
+  if (strcmp(path, f->path) != 0 && (copy = strdup(path))) {
+    free(f->path);
+    f->path = copy;
   }
-  if (strcmp(path, f->path) != 0) {
-    char *copy = strdup(path);
-    if (copy) {
-      free(f->path);
-      f->path = copy;
-    }
-  }
-  checkpoint_update(f->ckpt, fd, &sb, path);
-  open_source(t, f, fd);
+  checkpoint_moved(f->ckpt, path);
+  start_reading(t, f, fd);
 }
 
-static void found_path(tail *t, const char *path)
+static void found_path(tail *t, const char *path, bool at_start)
 {
   struct stat sb;
   tail_file *f;
@@ -361,12 +558,23 @@ static void found_path(tail *t, const char *path)
     return;
   f = find_file(t, &sb);
   if (!f) {
-    add_file(t, path);
-  } else if (!f->found) {
-    f->found = true;
-    f->moved = false;
-    if (f->src) checkpoint_update(f->ckpt, f->src->in.fd, &sb, path);
-    else if (f->young_fd < 0 && !f->truncated) look_at_closed(t, f, path);
+    if ((f = new_file(t, path, &sb, at_start))) open_new(t, f);
+    return;
+  }
+  if (f->found) return;
+  f->found = true;
+  f->moved = false;
+  if (f->src) {
+    checkpoint_moved(f->ckpt, path);
+  } else if (!f->ckpt) {
+    char *copy = strdup(path);
+    if (copy) {
+      free(f->path);
+      f->path = copy;
+    }
+    open_new(t, f);
+  } else if (f->young_fd < 0 && !f->truncated) {
+    look_at_closed(t, f, path, &sb);
   }
 }
 
@@ -378,6 +586,18 @@ static void mark_moved(tail_file *f, uint64_t now)
   f->moved_ms = now;
 }
 
+/* An open file that no longer holds what was read from it: once its
+ * reading finishes, it is read again from 0. */
+static void truncated(tail_file *f)
+{
+  input *in = &f->src->in;
+
+  log_truncated(f, in);
+  f->truncated = true;
+  in->hold_partial = true; /* not a record: its end is gone */
+  input_stop(in);
+}
+
 /* An open file: did it grow, shrink, or stop growing? */
 static void look_at_open(tail *t, tail_file *f, uint64_t now)
 {
@@ -386,17 +606,10 @@ static void look_at_open(tail *t, tail_file *f, uint64_t now)
 
   if (in->stopping || in->finished || fstat(in->fd, &sb) != 0) return;
   if (sb.st_nlink == 0) mark_moved(f, now); /* deleted */
-  if ((uint64_t)sb.st_size < in->read_offset ||
-      !checkpoint_same_file(f->ckpt, in->fd, &sb)) {
-    log_msg("input '%s': %s was truncated; reading it again from the "
-            "start", t->pi->name, f->path);
-    f->truncated = true;
-    input_stop(in);
+  if (!tail_signature_holds(&f->sig, in->fd, (uint64_t)sb.st_size)) {
+    truncated(f);
     return;
   }
-  /* A fingerprint shorter than the maximum grows with the file, so that
-   * copies and truncations are told apart. */
-  checkpoint_update(f->ckpt, in->fd, &sb, NULL);
   if ((uint64_t)sb.st_size != f->size) {
     f->changed_ms = now;
     f->size = (uint64_t)sb.st_size;
@@ -420,22 +633,19 @@ static void scan(tail *t)
 {
   uint64_t now = uv_now(t->loop);
 
+  t->fd_room = fd_limit_budget();
   for (tail_file *f = t->files; f; f = f->next) f->found = false;
   for (char **p = t->cfg.paths; *p; p++) {
     glob_t g;
     if (glob(*p, GLOB_NOSORT, NULL, &g) != 0) continue;
     for (size_t i = 0; i < g.gl_pathc && !t->stopping; i++)
-      found_path(t, g.gl_pathv[i]);
+      found_path(t, g.gl_pathv[i], t->first_scan);
     globfree(&g);
   }
+  /* Deciding may start a file's reading, which may finish and free it. */
   for (tail_file *f = t->files, *next; f; f = next) {
-    struct stat sb;
     next = f->next;
-    if (f->young_fd >= 0 &&
-        (!f->found || now >= f->young_until_ms ||
-         (fstat(f->young_fd, &sb) == 0 &&
-          sb.st_size >= CHECKPOINT_FINGERPRINT_MAX)))
-      settle(t, f, f->young_fd);
+    if (f->young_fd >= 0) decide(t, f, now);
   }
   for (tail_file *f = t->files, *next; f; f = next) {
     next = f->next;
@@ -449,6 +659,7 @@ static void scan(tail *t)
     if (f->src) look_at_open(t, f, now);
   }
   t->first_scan = false;
+  arm_young_timer(t);
 }
 
 static void on_scan_timer(uv_timer_t *h)
@@ -458,8 +669,9 @@ static void on_scan_timer(uv_timer_t *h)
 
 static void schedule_scan(tail *t)
 {
-  if (!t->stopping && !uv_is_active((uv_handle_t *)&t->soon))
-    uv_timer_start(&t->soon, on_scan_timer, 0, 0);
+  if (t->stopping) return;
+  uv_timer_stop(&t->soon);
+  uv_timer_start(&t->soon, on_scan_timer, 0, 0);
 }
 
 static void on_file_event(uv_fs_event_t *h, const char *name, int events,
@@ -645,23 +857,27 @@ static void tail_source_finished(pl_input *pi, pl_source *src)
   f->offset = src->in.done_offset;
   f->src = NULL;
   t->open_files--;
-  t->warned_full = false;
+  t->fd_room++;
   unwatch_file(f);
   pipeline_source_free(src);
+  if (!f->truncated) tail_recent_free(&f->recent); /* note_truncated takes them */
   if (t->stopping) {
     done_if_drained(t);
-  } else if (f->truncated) {
+    return;
+  }
+  if (f->truncated) {
     /* The records read before still hold the old source's tickets. */
     char *path = strdup(f->path);
     note_truncated(t, f);
     free_file(t, f);
-    if (path) add_file(t, path);
+    if (path) found_path(t, path, false);
     free(path);
+    schedule_scan(t); /* young files: one may be its copy */
   } else if (f->moved) {
     free_file(t, f);
   }
+  if (t->nwaiting > 0) schedule_scan(t); /* a slot is free */
 }
-
 static int tail_build(pl_input *pi, const config_plugin *p, char *err,
                       size_t errlen)
 {
@@ -682,6 +898,15 @@ static void tail_close_handles(pl_input *pi)
   close_handles(pi->state);
 }
 
+static void tail_stats(pl_input *pi, pipeline_input_stats *st)
+{
+  tail *t = pi->state;
+
+  st->kind = "tail";
+  st->waited = t->waited;
+  st->unreadable = t->unreadable;
+}
+
 static void tail_free(pl_input *pi)
 {
   free_tail(pi->state);
@@ -690,5 +915,5 @@ static void tail_free(pl_input *pi)
 
 const input_kind tail_input_kind = {
   tail_build, tail_start, tail_stop, tail_source_finished, tail_close_handles,
-  tail_free, NULL, NULL
+  tail_free, NULL, tail_stats
 };
