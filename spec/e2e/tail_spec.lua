@@ -2,86 +2,15 @@
 -- every line a writer wrote arrives at least once, in order per file,
 -- through rename and copytruncate rotation, truncation, deletion, idle
 -- closing and a kill -9 in mid-stream.
-local run = dofile("spec/e2e/run.lua")
-
-local config = [[
-lumberjit = { state_dir = "state", checkpoint_interval_ms = 50, dead_letter_path = "dead.log" }
-app = { type = "tail_input", paths = { %s }, scan_interval_ms = 50, rotate_wait_ms = 500,
-        last_line_timeout_ms = %d, idle_close_ms = %d %s }
-out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
-]]
-
-local function sh(dir, cmd)
-  return os.execute("cd " .. run.quote(dir) .. " && (" .. cmd .. ")")
-end
-
-local function sleep(s)
-  os.execute("sleep " .. s)
-end
-
--- A directory with logs/, state/ and a config tailing the given patterns.
-local function setup(patterns, opts)
-  opts = opts or {}
-  local dir = run.tmpdir()
-  sh(dir, "mkdir logs state")
-  local quoted = {}
-  for i, p in ipairs(patterns) do quoted[i] = string.format("%q", p) end
-  run.write(dir .. "/config.lua", config:format(table.concat(quoted, ", "),
-    opts.last_line_timeout_ms or 1000, opts.idle_close_ms or 60000, opts.extra or ""))
-  return dir
-end
-
--- Starts lumberjit in the background; `pid` holds the pid of the timeout
--- wrapping it, which passes SIGTERM on.
-local function start(dir)
-  sh(dir, string.format("rm -f status; (sh -c 'echo $$ > pid; exec timeout -s KILL 60 %s -c config.lua' "
-    .. "2>> stderr; echo $? > status) &", run.quote(run.bin)))
-  for _ = 1, 100 do
-    if run.read(dir .. "/pid") then break end
-    sleep(0.02)
-  end
-  sleep(0.3) -- the first scan
-end
-
-local function lumberjit_pid(dir)
-  local wrapper = run.read(dir .. "/pid"):match("%d+")
-  return run.read("/proc/" .. wrapper .. "/task/" .. wrapper .. "/children"):match("%d+")
-end
-
-local function wait_status(dir)
-  for _ = 1, 600 do
-    local status = run.read(dir .. "/status")
-    if status and status:match("%d") then return tonumber(status:match("%d+")) end
-    sleep(0.05)
-  end
-  error("lumberjit did not stop")
-end
-
-local function stop(dir)
-  sleep(0.3) -- the last lines are read
-  sh(dir, "kill -TERM $(cat pid)")
-  return wait_status(dir)
-end
-
--- Waits until out.log holds at least n lines.
-local function wait_lines(dir, n)
-  for _ = 1, 400 do
-    if #run.lines(run.read(dir .. "/out.log") or "") >= n then return end
-    sleep(0.05)
-  end
-end
+local h = dofile("spec/e2e/tail_harness.lua")
+local run, sh, sleep, setup, start, stop = h.run, h.sh, h.sleep, h.setup, h.start, h.stop
+local wait_status, wait_lines, lumberjit_pid, count = h.wait_status, h.wait_lines, h.lumberjit_pid, h.count
 
 -- A writer appending lines "<tag> <n>" from..to to file, reopening it for
 -- every burst of 50 (as a logger that reopens after rotation does).
 local function writer(dir, file, tag, from, to, pause)
   return string.format([[i=%d; while [ $i -le %d ]; do j=$((i+49)); [ $j -gt %d ] && j=%d
     seq -f '%s %%.0f' $i $j >> %s; i=$((j+1)); sleep %s; done]], from, to, to, to, tag, file, pause or 0.005)
-end
-
-local function count(lines)
-  local seen = {}
-  for _, line in ipairs(lines) do seen[line] = (seen[line] or 0) + 1 end
-  return seen
 end
 
 -- Every line of want appears in got, in want's order (each line's first
