@@ -21,25 +21,28 @@ end
 
 -- A directory with logs/, state/ and a config tailing the given patterns;
 -- opts: last_line_timeout_ms, idle_close_ms, extra (more keys of the
--- input), no_state (no state_dir).
+-- input), global (more keys of `lumberjit`, each ending in a comma),
+-- no_state (no state_dir).
 function h.setup(patterns, opts)
   opts = opts or {}
   local dir = run.tmpdir()
   h.sh(dir, "mkdir logs state")
   local quoted = {}
   for i, p in ipairs(patterns) do quoted[i] = string.format("%q", p) end
-  run.write(dir .. "/config.lua", config:format(opts.no_state and "" or 'state_dir = "state",',
+  run.write(dir .. "/config.lua", config:format((opts.no_state and "" or 'state_dir = "state",') .. (opts.global or ""),
     table.concat(quoted, ", "), opts.last_line_timeout_ms or 1000, opts.idle_close_ms or 60000,
     opts.extra or ""))
   return dir
 end
 
 -- Starts lumberjit in the background; `pid` holds the pid of the timeout
--- wrapping it, which passes SIGTERM on. `prefix` runs first in the shell
--- that execs it (a ulimit).
-function h.start(dir, prefix)
-  h.sh(dir, string.format("rm -f status pid; (sh -c '%s echo $$ > pid; exec timeout -s KILL 60 %s -c config.lua' "
-    .. "2>> stderr; echo $? > status) &", prefix or "", run.quote(run.bin)))
+-- wrapping it, which passes SIGTERM on. opts.prefix runs first in the
+-- shell that execs it (a ulimit); opts.wrap is a command that runs it
+-- (setpriv).
+function h.start(dir, opts)
+  opts = opts or {}
+  h.sh(dir, string.format("rm -f status pid; (sh -c '%s echo $$ > pid; exec %s timeout -s KILL 60 %s -c config.lua' "
+    .. "2>> stderr; echo $? > status) &", opts.prefix or "", opts.wrap or "", run.quote(run.bin)))
   for _ = 1, 100 do
     if run.read(dir .. "/pid") then break end
     h.sleep(0.02)
