@@ -157,11 +157,11 @@ static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
         f->inode != (unsigned long long)sb->st_ino)
       continue;
     *p = f->next;
+    f->next = NULL; /* free_saved frees the list from f on */
     if (f->offset <= (unsigned long long)sb->st_size &&
         fingerprint_of(fd, f->fingerprint_len, &fp) && fp == f->fingerprint)
       return f;
     log_dropped(st, f->path);
-    f->next = NULL;
     free_saved(f);
     return NULL;
   }
