@@ -17,10 +17,11 @@
 -- assumptions that make this exact, each what a real setup does or a
 -- documented limit (README, "Tailing files"):
 --   - before a file leaves the patterns (renamed out, deleted, or no
---     longer the symlink's target) its writer ends its last line, and
---     before it is renamed out or deleted lumberjit has delivered all
---     written so far (nothing is written to it after); a file that leaves
---     while closed is not followed, and a deleted one cannot be read;
+--     longer the symlink's target) its writer ends its last line and
+--     lumberjit has delivered all written so far (nothing is written to
+--     it after): a file that leaves while closed (idle, or waiting for a
+--     slot: max_open_files is 8 here) is not followed, and a deleted one
+--     cannot be read;
 --   - restarts come when all written so far is delivered; nothing changes
 --     while lumberjit is down;
 --   - a file with a banner gets it and its first own line in one write:
@@ -81,15 +82,18 @@ local function sequence(seed, steps)
   end
   -- Waits until every line expected so far is delivered.
   local function quiesce()
+    local short
     for _ = 1, 300 do
-      local got, short = delivered(), nil
+      local got = delivered()
+      short = {}
       for line, n in pairs(expected) do
-        if (got[line] or 0) < n then short = line break end
+        if (got[line] or 0) < n then short[#short + 1] = string.format("%s (%d of %d)", line, got[line] or 0, n) end
       end
-      if not short then return end
+      if #short == 0 then return end
       pause(0.05)
     end
-    fail("not delivered after 15 s")
+    table.sort(short)
+    fail(#short .. " lines not delivered after 15 s: " .. table.concat(short, ", ", 1, math.min(8, #short)))
   end
 
   local function line_for(f)
@@ -239,6 +243,7 @@ local function sequence(seed, steps)
     elseif op <= 91 then
       if link then
         finish_line(link)
+        quiesce()
         drop(link)
       end
       link = create(string.format("side/t%d.txt", ids + 1), "side")
