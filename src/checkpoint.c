@@ -1,6 +1,7 @@
 /* checkpoint.c - see checkpoint.h. */
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -86,8 +87,40 @@ static void log_dropped(const checkpoint_store *st, const char *path)
           st->state_file, path);
 }
 
-/* Keeps the blocks whose file is still there; the rest (deleted, replaced)
- * would only ever be dropped. */
+/* The file of block f, renamed since (rotated while lumberjit was down):
+ * the entry of its directory with its inode (readdir tells inodes without
+ * a stat each); its path is set to it. False when there is none. */
+static bool find_renamed(struct saved_file *f)
+{
+  const char *slash = strrchr(f->path, '/');
+  size_t dirlen = slash ? (size_t)(slash - f->path) : 1;
+  char dir[4096], *path = NULL;
+  struct dirent *e;
+  DIR *d;
+
+  if (dirlen == 0) dirlen = 1; /* "/name" */
+  snprintf(dir, sizeof dir, "%.*s", (int)dirlen, slash ? f->path : ".");
+  if (!(d = opendir(dir))) return false;
+  while (!path && (e = readdir(d))) {
+    struct stat sb;
+    if ((unsigned long long)e->d_ino != f->inode ||
+        fstatat(dirfd(d), e->d_name, &sb, 0) != 0 || !S_ISREG(sb.st_mode) ||
+        (unsigned long long)sb.st_dev != f->device ||
+        (unsigned long long)sb.st_ino != f->inode)
+      continue;
+    if ((path = malloc(strlen(dir) + strlen(e->d_name) + 2)))
+      sprintf(path, "%s/%s", dir, e->d_name);
+  }
+  closedir(d);
+  if (!path) return false;
+  free(f->path);
+  f->path = path;
+  return true;
+}
+
+/* Keeps the blocks whose file is still there, under its name or another
+ * in the same directory; the rest (deleted, replaced, moved away) would
+ * only ever be dropped. */
 static void read_state(checkpoint_store *st)
 {
   FILE *in = fopen(st->state_file, "r");
@@ -103,10 +136,13 @@ static void read_state(checkpoint_store *st)
   }
   while ((f = read_block(in))) {
     struct stat sb;
-    if (stat(f->path, &sb) == 0 && (unsigned long long)sb.st_dev == f->device &&
-        (unsigned long long)sb.st_ino == f->inode) {
+    bool here = stat(f->path, &sb) == 0 &&
+                (unsigned long long)sb.st_dev == f->device &&
+                (unsigned long long)sb.st_ino == f->inode;
+    if (here || find_renamed(f)) {
       *tail = f;
       tail = &f->next;
+      if (!here) st->dirty = true;
     } else {
       log_dropped(st, f->path);
       free_saved(f);

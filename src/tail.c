@@ -1,5 +1,5 @@
-/* tail.c - see tail.h. */
-#include "tail.h"
+/* tail.c - see tail.h: files found, opened, read and finished. */
+#include "tail_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,69 +14,6 @@
 
 #include "fd_limit.h"
 #include "log.h"
-#include "tail_identity.h"
-
-typedef struct tail tail;
-
-typedef struct tail_file {
-  struct tail_file *next;
-  tail *t;
-  char *path;              /* where it was opened (or last found) */
-  dev_t device;            /* what it is: tail_identity.h */
-  ino_t inode;
-  checkpoint_source *ckpt; /* acknowledged offset; NULL: never opened */
-  tail_signature sig;      /* the bytes read: up to sig.offset */
-  tail_recent recent;      /* the last of them, while it is open */
-  uint64_t offset;         /* where the next opening reads from */
-  uint64_t size;           /* at the last look */
-  uint64_t changed_ms;     /* loop time it last grew */
-  pl_source *src;          /* reading it; NULL: closed */
-  uv_fs_event_t *watch;    /* its inotify watch while open; freed when
-                              closed, so the file may go before */
-  bool found;              /* the current scan found it */
-  bool moved;              /* no pattern leads to it any more */
-  uint64_t moved_ms;       /* loop time that was first seen */
-  bool at_start;           /* found by the first scan: read from `offset`
-                              (its size then, or 0 with read_from_head) */
-  bool truncated;          /* read it again from 0 once finished */
-  bool waiting;            /* refused a slot or a descriptor: counted */
-  bool unreadable;         /* open(2) refused it: logged, counted */
-  int young_fd;            /* new, held open until it is known whether it
-                              is a copy (kin_of) */
-  uint64_t young_since_ms;
-} tail_file;
-
-/* A file truncated a moment ago (copytruncate copies, then truncates): a
- * new file holding what it held is its copy, read from `resume`. */
-typedef struct {
-  dev_t device;            /* the truncated file is no copy of itself */
-  ino_t inode;
-  tail_signature sig;
-  tail_recent recent;
-  uint64_t resume;         /* past its last whole line read */
-  uint64_t until_ms;
-} truncated_file;
-
-#define TRUNCATED_KEPT 16
-/* How soon a young file is looked at again, and how long one that may be
- * a copy still being written waits. */
-#define YOUNG_FILE_WAIT_MS 100
-
-struct tail {
-  pl_input *pi;
-  uv_loop_t *loop;
-  config_tail cfg;         /* paths and exclude are copies */
-  uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */
-  tail_file *files;
-  size_t open_files;       /* reading, or young */
-  uint64_t fd_room;        /* descriptors it may still take (fd_limit.h) */
-  size_t nwaiting;         /* files with `waiting` set */
-  uint64_t waited, unreadable; /* counters: files that had to wait, files
-                                  open(2) refused */
-  truncated_file truncated[TRUNCATED_KEPT]; /* a ring, for rotate_wait_ms */
-  size_t ntruncated;
-  bool handles, first_scan, stopping, warned_slots, warned_fds;
-};
 
 static void free_tail(tail *t)
 {
@@ -192,7 +129,6 @@ static int open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
 static void on_file_event(uv_fs_event_t *h, const char *name, int events,
                           int status);
 
-static void schedule_scan(tail *t);
 
 static void on_at_end(void *ud, input *in)
 {
@@ -293,8 +229,7 @@ static void start_reading(tail *t, tail_file *f, int fd)
   input_read_more(&src->in); /* last: it may finish the source */
 }
 
-/* Reads f on fd from offset (0 if the file is shorter). */
-static void start_at(tail *t, tail_file *f, int fd, uint64_t offset)
+void tail_start_at(tail *t, tail_file *f, int fd, uint64_t offset)
 {
   if (!tail_signature_load(&f->sig, fd, offset)) {
     offset = 0;
@@ -302,114 +237,6 @@ static void start_at(tail *t, tail_file *f, int fd, uint64_t offset)
   }
   f->offset = f->ckpt->acked = offset;
   start_reading(t, f, fd);
-}
-
-/* What a new file is to the files read before. */
-typedef enum {
-  NEW_FILE,
-  MAYBE_COPY, /* shorter than a file read, whose first bytes it may hold:
-                 a copy still being written, or not */
-  TWIN,       /* holds all a file being read holds: its copy if that file
-                 is truncated soon (logrotate truncates right after the
-                 copy), else a new file that starts the same */
-  COPY        /* holds all a truncated file held */
-} kinship;
-
-/* Whether fd's first bytes hash to the head of sig. */
-static bool head_is(int fd, const tail_signature *sig)
-{
-  tail_signature head;
-
-  return tail_signature_load(&head, fd, sig->head_len) &&
-         head.head_hash == sig->head_hash;
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-  return a < b ? a : b;
-}
-
-/* What a new file, `size` bytes long, open on fd, is to the files read
- * before; for a COPY, where to read it from and a name for its original:
- * past the last whole line read from the original, or the copy's end if
- * it is shorter (all it holds was read). */
-static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
-                      uint64_t *offset, const char **original)
-{
-  uint64_t now = uv_now(t->loop), upto;
-  kinship kin = NEW_FILE;
-
-  for (size_t i = 0; i < t->ntruncated && i < TRUNCATED_KEPT; i++) {
-    const truncated_file *c = &t->truncated[i];
-    if (now <= c->until_ms && c->sig.offset > 0 &&
-        (c->device != young->device || c->inode != young->inode) &&
-        tail_is_copy(&c->sig, &c->recent, fd, size, &upto)) {
-      *offset = min_u64(c->resume, upto);
-      *original = "a file truncated since";
-      return COPY;
-    }
-  }
-  for (const tail_file *f = t->files; f; f = f->next) {
-    if (f == young || !f->ckpt || f->young_fd >= 0 || f->sig.offset == 0 ||
-        (f->device == young->device && f->inode == young->inode))
-      continue;
-    if (tail_is_copy(&f->sig, &f->recent, fd, size, &upto)) {
-      if (f->truncated) {
-        *offset = min_u64(f->src ? f->src->in.done_offset : f->offset, upto);
-        *original = f->path;
-        return COPY;
-      }
-      kin = TWIN;
-    } else if (kin == NEW_FILE && size < f->sig.offset &&
-               (size < f->sig.head_len || head_is(fd, &f->sig))) {
-      kin = MAYBE_COPY;
-    }
-  }
-  return kin;
-}
-
-/* Settles a young file once it tells: a copy is read from where its
- * original was read to, so that what was written between that read and
- * the truncation comes from the copy; any other file from its head. A
- * file that may yet prove a copy waits, held open (nothing it gets is
- * lost, even if it is renamed away), but not past its deadline or once no
- * pattern leads to it. */
-static void decide(tail *t, tail_file *f, uint64_t now)
-{
-  int fd = f->young_fd;
-  uint64_t offset = 0, waited = now - f->young_since_ms;
-  const char *original = NULL;
-  struct stat sb;
-  kinship kin = NEW_FILE;
-
-  if (fstat(fd, &sb) == 0)
-    kin = kin_of(t, f, fd, (uint64_t)sb.st_size, &offset, &original);
-  if (f->found && ((kin == MAYBE_COPY && waited < YOUNG_FILE_WAIT_MS) ||
-                   (kin == TWIN && waited < 2 * t->cfg.scan_interval_ms +
-                                            YOUNG_FILE_WAIT_MS)))
-    return;
-  if (kin == COPY)
-    log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
-            t->pi->name, f->path, original, offset);
-  else
-    offset = 0;
-  f->young_fd = -1;
-  t->open_files--;
-  start_at(t, f, fd, offset);
-}
-
-/* Remembers what f held (its last bytes read are handed over). */
-static void note_truncated(tail *t, tail_file *f)
-{
-  truncated_file *c;
-
-  if (f->sig.offset == 0) return;
-  c = &t->truncated[t->ntruncated++ % TRUNCATED_KEPT];
-  tail_recent_free(&c->recent);
-  *c = (truncated_file){
-    f->device, f->inode, f->sig, f->recent, f->offset,
-    uv_now(t->loop) + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms};
-  f->recent = (tail_recent){NULL, 0};
 }
 
 static void on_scan_timer(uv_timer_t *h);
@@ -445,14 +272,14 @@ static void open_new(tail *t, tail_file *f)
   if (known) {
     log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name,
             f->path, offset);
-    start_at(t, f, fd, offset);
+    tail_start_at(t, f, fd, offset);
   } else if (f->at_start) {
-    start_at(t, f, fd, f->offset);
+    tail_start_at(t, f, fd, f->offset);
   } else {
     f->young_fd = fd;
     f->young_since_ms = uv_now(t->loop);
     t->open_files++;
-    decide(t, f, f->young_since_ms);
+    tail_decide(t, f, f->young_since_ms);
     arm_young_timer(t);
   }
 }
@@ -500,6 +327,16 @@ static void free_file(tail *t, tail_file *f)
 
 /* ---- scans ---- */
 
+/* Where a file not being read was last found. */
+static void set_path(tail_file *f, const char *path)
+{
+  char *copy;
+
+  if (strcmp(path, f->path) == 0 || !(copy = strdup(path))) return;
+  free(f->path);
+  f->path = copy;
+}
+
 static tail_file *find_file(tail *t, const struct stat *sb)
 {
   for (tail_file *f = t->files; f; f = f->next)
@@ -516,36 +353,30 @@ static bool excluded(const tail *t, const char *path)
 
 static void found_path(tail *t, const char *path, bool at_start);
 
-/* A closed file (idle) at a path, now sb: reopened when it grew; if it no
- * longer holds what was read, it was truncated: a new file to read. */
-static void look_at_closed(tail *t, tail_file *f, const char *path,
-                           const struct stat *sb)
+/* A closed file (idle), now sb: reopened when it grew; if it no longer
+ * holds what was read, it was truncated: a new file to read. */
+static void look_at_closed(tail *t, tail_file *f, const struct stat *sb)
 {
   struct stat now;
-  char *copy;
+  char *path;
   int fd;
 
   if ((uint64_t)sb->st_size == f->sig.offset || !may_open(t, f) ||
-      (fd = open_file(t, f, path, &now)) < 0)
+      (fd = open_file(t, f, f->path, &now)) < 0)
     return;
-  if (!tail_signature_holds(&f->sig, fd, (uint64_t)now.st_size)) {
-    close(fd);
-    t->fd_room++;
-    log_truncated(f, NULL);
-    note_truncated(t, f);
-    copy = strdup(path);
-    free_file(t, f);
-    if (copy) found_path(t, copy, false);
-    free(copy);
-    schedule_scan(t);
+  if (tail_signature_holds(&f->sig, fd, (uint64_t)now.st_size)) {
+    start_reading(t, f, fd);
     return;
   }
-  if (strcmp(path, f->path) != 0 && (copy = strdup(path))) {
-    free(f->path);
-    f->path = copy;
-  }
-  checkpoint_moved(f->ckpt, path);
-  start_reading(t, f, fd);
+  close(fd);
+  t->fd_room++;
+  log_truncated(f, NULL);
+  tail_note_truncated(t, f);
+  path = strdup(f->path);
+  free_file(t, f);
+  if (path) found_path(t, path, false);
+  free(path);
+  tail_schedule_scan(t);
 }
 
 static void found_path(tail *t, const char *path, bool at_start)
@@ -564,18 +395,13 @@ static void found_path(tail *t, const char *path, bool at_start)
   if (f->found) return;
   f->found = true;
   f->moved = false;
-  if (f->src) {
-    checkpoint_moved(f->ckpt, path);
-  } else if (!f->ckpt) {
-    char *copy = strdup(path);
-    if (copy) {
-      free(f->path);
-      f->path = copy;
-    }
-    open_new(t, f);
-  } else if (f->young_fd < 0 && !f->truncated) {
-    look_at_closed(t, f, path, &sb);
-  }
+  /* Where it is now, in the state file too: a restart finds it there. An
+   * open file's path is its reader's (and its watch's). */
+  if (f->ckpt) checkpoint_moved(f->ckpt, path);
+  if (!f->src) set_path(f, path);
+  if (!f->ckpt) open_new(t, f);
+  else if (!f->src && f->young_fd < 0 && !f->truncated)
+    look_at_closed(t, f, &sb);
 }
 
 /* Its writer may not have reopened yet: rotate_wait_ms runs from now. */
@@ -645,7 +471,7 @@ static void scan(tail *t)
   /* Deciding may start a file's reading, which may finish and free it. */
   for (tail_file *f = t->files, *next; f; f = next) {
     next = f->next;
-    if (f->young_fd >= 0) decide(t, f, now);
+    if (f->young_fd >= 0) tail_decide(t, f, now);
   }
   for (tail_file *f = t->files, *next; f; f = next) {
     next = f->next;
@@ -667,7 +493,7 @@ static void on_scan_timer(uv_timer_t *h)
   scan(h->data);
 }
 
-static void schedule_scan(tail *t)
+void tail_schedule_scan(tail *t)
 {
   if (t->stopping) return;
   uv_timer_stop(&t->soon);
@@ -681,116 +507,10 @@ static void on_file_event(uv_fs_event_t *h, const char *name, int events,
 
   (void)name;
   if (status < 0) return;
-  if (events & UV_RENAME) schedule_scan(f->t);
+  if (events & UV_RENAME) tail_schedule_scan(f->t);
   if ((events & UV_CHANGE) && f->src) {
     f->changed_ms = uv_now(f->t->loop);
     input_read_more(&f->src->in);
-  }
-}
-
-/* A watched directory, shared by every tail_input whose patterns name it:
- * inotify reports each write to a file there too, and one handle per
- * input would pass each of them to every input. */
-struct tail_dir {
-  struct tail_dir *next;
-  char *path;
-  uv_fs_event_t handle;
-  tail **tails;
-  size_t ntails;
-};
-
-/* A file came, went or was renamed (UV_RENAME); writes to the files there
- * (UV_CHANGE) are their own watches' business. */
-static void on_dir_event(uv_fs_event_t *h, const char *name, int events,
-                         int status)
-{
-  struct tail_dir *d = h->data;
-
-  (void)name;
-  if (status != 0 || !(events & UV_RENAME)) return;
-  for (size_t i = 0; i < d->ntails; i++) schedule_scan(d->tails[i]);
-}
-
-static void pattern_dir(const char *pattern, char *dir, size_t len)
-{
-  const char *slash = strrchr(pattern, '/');
-
-  if (!slash) snprintf(dir, len, ".");
-  else snprintf(dir, len, "%.*s", (int)(slash == pattern ? 1 : slash - pattern),
-                pattern);
-}
-
-static struct tail_dir *new_dir(tail *t, const char *path)
-{
-  struct tail_dir *d = calloc(1, sizeof *d);
-
-  if (!d || !(d->path = strdup(path))) {
-    free(d);
-    return NULL;
-  }
-  uv_fs_event_init(t->loop, &d->handle);
-  d->handle.data = d;
-  /* Not watched (missing, inotify's limit): the timed scans find files. */
-  uv_fs_event_start(&d->handle, on_dir_event, path, 0);
-  d->next = t->pi->pl->tail_dirs;
-  t->pi->pl->tail_dirs = d;
-  return d;
-}
-
-/* The directory of each pattern, when it has no wildcards, is watched: a
- * file created there is found at once. */
-static void watch_dirs(tail *t)
-{
-  for (char **p = t->cfg.paths; *p; p++) {
-    struct tail_dir *d = t->pi->pl->tail_dirs;
-    char dir[4096];
-    tail **tails;
-    pattern_dir(*p, dir, sizeof dir);
-    if (strpbrk(dir, "*?[")) continue;
-    while (d && strcmp(d->path, dir) != 0) d = d->next;
-    if (!d && !(d = new_dir(t, dir))) continue;
-    if (d->ntails > 0 && d->tails[d->ntails - 1] == t) continue;
-    tails = realloc(d->tails, (d->ntails + 1) * sizeof *tails);
-    if (!tails) continue;
-    d->tails = tails;
-    d->tails[d->ntails++] = t;
-  }
-}
-
-static void free_dir(uv_handle_t *h)
-{
-  struct tail_dir *d = h->data;
-
-  free(d->path);
-  free(d->tails);
-  free(d);
-}
-
-void tail_close_dirs(struct tail_dir **dirs)
-{
-  while (*dirs) {
-    struct tail_dir *d = *dirs;
-    *dirs = d->next;
-    uv_close((uv_handle_t *)&d->handle, free_dir);
-  }
-}
-
-/* t watches no more: a directory no input watches is closed (its handle
- * would keep the loop running). */
-static void unwatch_dirs(tail *t)
-{
-  for (struct tail_dir **p = &t->pi->pl->tail_dirs; *p;) {
-    struct tail_dir *d = *p;
-    size_t kept = 0;
-    for (size_t i = 0; i < d->ntails; i++)
-      if (d->tails[i] != t) d->tails[kept++] = d->tails[i];
-    d->ntails = kept;
-    if (kept > 0) {
-      p = &d->next;
-      continue;
-    }
-    *p = d->next;
-    uv_close((uv_handle_t *)&d->handle, free_dir);
   }
 }
 
@@ -805,7 +525,7 @@ static int tail_start(pl_input *pi, char *err, size_t errlen)
   uv_timer_init(t->loop, &t->soon);
   t->scan.data = t->soon.data = t;
   t->handles = true;
-  watch_dirs(t);
+  tail_watch_dirs(t);
   t->first_scan = true;
   scan(t);
   uv_timer_start(&t->scan, on_scan_timer, t->cfg.scan_interval_ms,
@@ -821,7 +541,7 @@ static void close_handles(tail *t)
   t->handles = false;
   uv_close((uv_handle_t *)&t->scan, NULL);
   uv_close((uv_handle_t *)&t->soon, NULL);
-  unwatch_dirs(t);
+  tail_unwatch_dirs(t);
   for (tail_file *f = t->files; f; f = f->next) unwatch_file(f);
 }
 
@@ -868,15 +588,15 @@ static void tail_source_finished(pl_input *pi, pl_source *src)
   if (f->truncated) {
     /* The records read before still hold the old source's tickets. */
     char *path = strdup(f->path);
-    note_truncated(t, f);
+    tail_note_truncated(t, f);
     free_file(t, f);
     if (path) found_path(t, path, false);
     free(path);
-    schedule_scan(t); /* young files: one may be its copy */
+    tail_schedule_scan(t); /* young files: one may be its copy */
   } else if (f->moved) {
     free_file(t, f);
   }
-  if (t->nwaiting > 0) schedule_scan(t); /* a slot is free */
+  if (t->nwaiting > 0) tail_schedule_scan(t); /* a slot is free */
 }
 static int tail_build(pl_input *pi, const config_plugin *p, char *err,
                       size_t errlen)

@@ -229,6 +229,49 @@ out = { type = "file_output", path = "out.log", encoder = "json", message_matche
     run.cleanup(dir)
   end)
 
+  it("resumes each of several files at its own checkpoint", function()
+    local dir = setup({ "logs/*.log" })
+    for i = 1, 6 do run.write(dir .. "/logs/f" .. i .. ".log", "") end
+    start(dir)
+    local want = {}
+    for i = 1, 6 do
+      want[#want + 1] = "f" .. i .. " before"
+      h.append(dir .. "/logs/f" .. i .. ".log", want[#want] .. "\n")
+    end
+    wait_lines(dir, 6)
+    assert.are.equal(0, stop(dir))
+    for i = 1, 6 do
+      want[#want + 1] = "f" .. i .. " after"
+      h.append(dir .. "/logs/f" .. i .. ".log", want[#want] .. "\n")
+    end
+    start(dir)
+    wait_lines(dir, 12)
+    assert.are.equal(0, stop(dir))
+    local r = h.check(want, run.lines(run.read(dir .. "/out.log")))
+    assert.are.same({ 0, 0, 0 }, { r.lost, r.dups, r.torn }, r.text)
+    assert.are.equal(6, h.count_matching(run.read(dir .. "/stderr"), "resuming logs/f%d.log at offset"))
+    run.cleanup(dir)
+  end)
+
+  it("resumes a file renamed while lumberjit was down at its checkpoint", function()
+    local dir = setup({ "logs/app.log*" })
+    run.write(dir .. "/logs/app.log", "")
+    start(dir)
+    sh(dir, "echo 'read before' >> logs/app.log")
+    wait_lines(dir, 1)
+    assert.are.equal(0, stop(dir))
+    -- Rotated while down, after one more line: the restart finds the file
+    -- by its inode under its new name (without read_from_head, a file the
+    -- state file does not know would be read from its end).
+    sh(dir, "echo 'written before the rotation' >> logs/app.log && mv logs/app.log logs/app.log.1")
+    start(dir)
+    wait_lines(dir, 2)
+    assert.are.equal(0, stop(dir))
+    assert.are.same({ "read before", "written before the rotation" }, run.lines(run.read(dir .. "/out.log")))
+    assert.matches("resuming logs/app.log.1 at offset 12", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+
   it("loses nothing when killed with SIGKILL mid-stream and restarted", function()
     local dir = setup({ "logs/app.log" })
     run.write(dir .. "/logs/app.log", "")

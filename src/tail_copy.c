@@ -1,0 +1,120 @@
+/*
+ * tail_copy.c - what a new file is: a copytruncate copy of a file read
+ * before (read from where that file was read to) or a new file (read from
+ * its head). See tail.h, "copytruncate", and tail_identity.h.
+ */
+#include "tail_internal.h"
+
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* What a new file is to the files read before. */
+typedef enum {
+  NEW_FILE,
+  MAYBE_COPY, /* shorter than a file read, whose first bytes it may hold:
+                 a copy still being written, or not */
+  TWIN,       /* holds all a file being read holds: its copy if that file
+                 is truncated soon (logrotate truncates right after the
+                 copy), else a new file that starts the same */
+  COPY        /* holds all a truncated file held */
+} kinship;
+
+/* Whether fd's first bytes hash to the head of sig. */
+static bool head_is(int fd, const tail_signature *sig)
+{
+  tail_signature head;
+
+  return tail_signature_load(&head, fd, sig->head_len) &&
+         head.head_hash == sig->head_hash;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+  return a < b ? a : b;
+}
+
+/* What a new file, `size` bytes long, open on fd, is to the files read
+ * before; for a COPY, where to read it from and a name for its original:
+ * past the last whole line read from the original, or the copy's end if
+ * it is shorter (all it holds was read). */
+static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
+                      uint64_t *offset, const char **original)
+{
+  uint64_t now = uv_now(t->loop), upto;
+  kinship kin = NEW_FILE;
+
+  for (size_t i = 0; i < t->ntruncated && i < TRUNCATED_KEPT; i++) {
+    const truncated_file *c = &t->truncated[i];
+    if (now <= c->until_ms && c->sig.offset > 0 &&
+        (c->device != young->device || c->inode != young->inode) &&
+        tail_is_copy(&c->sig, &c->recent, fd, size, &upto)) {
+      *offset = min_u64(c->resume, upto);
+      *original = "a file truncated since";
+      return COPY;
+    }
+  }
+  for (const tail_file *f = t->files; f; f = f->next) {
+    if (f == young || !f->ckpt || f->young_fd >= 0 || f->sig.offset == 0 ||
+        (f->device == young->device && f->inode == young->inode))
+      continue;
+    if (tail_is_copy(&f->sig, &f->recent, fd, size, &upto)) {
+      if (f->truncated) {
+        *offset = min_u64(f->src ? f->src->in.done_offset : f->offset, upto);
+        *original = f->path;
+        return COPY;
+      }
+      kin = TWIN;
+    } else if (kin == NEW_FILE && size < f->sig.offset &&
+               (size < f->sig.head_len || head_is(fd, &f->sig))) {
+      kin = MAYBE_COPY;
+    }
+  }
+  return kin;
+}
+
+/* Settles a young file once it tells: a copy is read from where its
+ * original was read to, so that what was written between that read and
+ * the truncation comes from the copy; any other file from its head. A
+ * file that may yet prove a copy waits, held open (nothing it gets is
+ * lost, even if it is renamed away), but not past its deadline or once no
+ * pattern leads to it. */
+void tail_decide(tail *t, tail_file *f, uint64_t now)
+{
+  int fd = f->young_fd;
+  uint64_t offset = 0, waited = now - f->young_since_ms;
+  const char *original = NULL;
+  struct stat sb;
+  kinship kin = NEW_FILE;
+
+  if (fstat(fd, &sb) == 0)
+    kin = kin_of(t, f, fd, (uint64_t)sb.st_size, &offset, &original);
+  if (f->found && ((kin == MAYBE_COPY && waited < YOUNG_FILE_WAIT_MS) ||
+                   (kin == TWIN && waited < 2 * t->cfg.scan_interval_ms +
+                                            YOUNG_FILE_WAIT_MS)))
+    return;
+  if (kin == COPY)
+    log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
+            t->pi->name, f->path, original, offset);
+  else
+    offset = 0;
+  f->young_fd = -1;
+  t->open_files--;
+  tail_start_at(t, f, fd, offset);
+}
+
+void tail_note_truncated(tail *t, tail_file *f)
+{
+  truncated_file *c;
+
+  if (f->sig.offset == 0) return;
+  c = &t->truncated[t->ntruncated++ % TRUNCATED_KEPT];
+  tail_recent_free(&c->recent);
+  *c = (truncated_file){
+    f->device, f->inode, f->sig, f->recent, f->offset,
+    uv_now(t->loop) + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms};
+  f->recent = (tail_recent){NULL, 0};
+}
+
