@@ -129,7 +129,6 @@ static int open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
 static void on_file_event(uv_fs_event_t *h, const char *name, int events,
                           int status);
 
-
 static void on_at_end(void *ud, input *in)
 {
   (void)ud;
@@ -254,7 +253,7 @@ static void arm_young_timer(tail *t)
 
 /* The first opening of a file: from its checkpoint, from where the first
  * scan found its end (or its head, with read_from_head), or, found later,
- * as a new file (decide). */
+ * as a new file (tail_decide). */
 static void open_new(tail *t, tail_file *f)
 {
   struct stat sb;

@@ -206,8 +206,9 @@ local function sequence(seed, steps)
       if f then
         finish_line(f)
         quiesce()
-        note("rename out " .. f.path)
-        h.sh(dir, "mv " .. f.path .. " " .. f.path .. ".gone")
+        local to = string.format("logs/f%d.gone", f.id)
+        note("rename out " .. f.path .. " " .. to)
+        h.sh(dir, "mv " .. f.path .. " " .. to)
         drop(f)
       end
     elseif op <= 69 then
