@@ -90,7 +90,7 @@ static void log_dropped(const checkpoint_store *st, const char *path)
 /* The file of block f, renamed since (rotated while lumberjit was down):
  * the entry of its directory with its inode (readdir tells inodes without
  * a stat each); its path is set to it. False when there is none. */
-static bool find_renamed(struct saved_file *f)
+static bool find_renamed(const checkpoint_store *st, struct saved_file *f)
 {
   const char *slash = strrchr(f->path, '/');
   size_t dirlen = slash ? (size_t)(slash - f->path) : 1;
@@ -113,6 +113,8 @@ static bool find_renamed(struct saved_file *f)
   }
   closedir(d);
   if (!path) return false;
+  log_msg("checkpoint %s: %s is not the file it was taken of: that file is "
+          "now %s, and keeps its offset", st->state_file, f->path, path);
   free(f->path);
   f->path = path;
   return true;
@@ -139,7 +141,7 @@ static void read_state(checkpoint_store *st)
     bool here = stat(f->path, &sb) == 0 &&
                 (unsigned long long)sb.st_dev == f->device &&
                 (unsigned long long)sb.st_ino == f->inode;
-    if (here || find_renamed(f)) {
+    if (here || find_renamed(st, f)) {
       *tail = f;
       tail = &f->next;
       if (!here) st->dirty = true;
@@ -181,9 +183,12 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
 
 /* ---- sources ---- */
 
-/* The saved block of this very file, taken out of the list; NULL if none. */
+/* The saved block of this very file, taken out of the list; NULL if none
+ * (*changed: there was one of its device and inode, but the file no longer
+ * holds what it was taken of). */
 static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
-                                      int fd, const struct stat *sb)
+                                      int fd, const struct stat *sb,
+                                      bool *changed)
 {
   for (struct saved_file **p = &st->saved; *p; p = &(*p)->next) {
     struct saved_file *f = *p;
@@ -199,6 +204,7 @@ static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
       return f;
     log_dropped(st, f->path);
     free_saved(f);
+    *changed = true;
     return NULL;
   }
   return NULL;
@@ -222,7 +228,7 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
   s->input = input;
   s->device = sb->st_dev;
   s->inode = sb->st_ino;
-  f = claim_saved(st, input, fd, sb);
+  f = claim_saved(st, input, fd, sb, &s->changed);
   if (f) {
     s->fingerprint_len = f->fingerprint_len;
     s->fingerprint = f->fingerprint;

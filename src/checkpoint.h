@@ -74,6 +74,9 @@ struct checkpoint_source {
   uint64_t acked;        /* every record before this offset is done */
   bool stuck;            /* a ticket could not be made: never advance */
   bool retired;          /* in the store's retired list */
+  bool changed;          /* the state file knew its device and inode, but
+                            not these bytes: truncated or replaced since,
+                            all it holds is new */
   checkpoint_ticket *head, *tail;
 };
 

@@ -273,7 +273,8 @@ static void open_new(tail *t, tail_file *f)
             f->path, offset);
     tail_start_at(t, f, fd, offset);
   } else if (f->at_start) {
-    tail_start_at(t, f, fd, f->offset);
+    /* A file truncated or replaced while lumberjit was down is new. */
+    tail_start_at(t, f, fd, f->ckpt->changed ? 0 : f->offset);
   } else {
     f->young_fd = fd;
     f->young_since_ms = uv_now(t->loop);
