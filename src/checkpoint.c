@@ -18,6 +18,7 @@ struct saved_file {
   char *input, *path;
   unsigned long long device, inode, fingerprint, offset;
   unsigned fingerprint_len;
+  checkpoint_window window;
 };
 
 /* FNV-1a, 64 bits: enough to tell one file's first bytes from another's
@@ -60,6 +61,17 @@ static void free_saved(struct saved_file *f)
   }
 }
 
+/* A block's window line, if it has one (the next block starts "input"). */
+static void read_window(FILE *in, checkpoint_window *w)
+{
+  unsigned long long end, hash;
+  unsigned len;
+
+  if (fscanf(in, " window %llu %u %llx", &end, &len, &hash) == 3 &&
+      len <= CHECKPOINT_FINGERPRINT_MAX && len <= end)
+    *w = (checkpoint_window){end, len, hash};
+}
+
 /* One block: the input, the file's path, identity and offset. */
 static struct saved_file *read_block(FILE *in)
 {
@@ -77,6 +89,7 @@ static struct saved_file *read_block(FILE *in)
     free(f);
     return NULL;
   }
+  read_window(in, &f->window);
   return f;
 }
 
@@ -183,6 +196,18 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
 
 /* ---- sources ---- */
 
+/* Whether fd holds w's bytes at their place (true when w is none). */
+static bool window_holds(int fd, const checkpoint_window *w)
+{
+  unsigned char bytes[CHECKPOINT_FINGERPRINT_MAX];
+
+  return w->len == 0 ||
+         (pread(fd, bytes, w->len, (off_t)(w->end - w->len)) ==
+              (ssize_t)w->len &&
+          checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, bytes,
+                                     w->len) == w->hash);
+}
+
 /* The saved block of this very file, taken out of the list; NULL if none
  * (*changed: there was one of its device and inode, but the file no longer
  * holds what it was taken of). */
@@ -200,7 +225,8 @@ static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
     *p = f->next;
     f->next = NULL; /* free_saved frees the list from f on */
     if (f->offset <= (unsigned long long)sb->st_size &&
-        fingerprint_of(fd, f->fingerprint_len, &fp) && fp == f->fingerprint)
+        fingerprint_of(fd, f->fingerprint_len, &fp) && fp == f->fingerprint &&
+        window_holds(fd, &f->window))
       return f;
     log_dropped(st, f->path);
     free_saved(f);
@@ -232,6 +258,7 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
   if (f) {
     s->fingerprint_len = f->fingerprint_len;
     s->fingerprint = f->fingerprint;
+    s->window = f->window;
     s->acked = *offset = f->offset;
     *known = true;
     free_saved(f);
@@ -252,6 +279,20 @@ void checkpoint_set_fingerprint(checkpoint_source *s, uint32_t len,
   if (len == s->fingerprint_len && fp == s->fingerprint) return;
   s->fingerprint_len = len;
   s->fingerprint = fp;
+  s->store->dirty = true;
+}
+
+void checkpoint_set_window(checkpoint_source *s, uint64_t end,
+                           const void *bytes, uint32_t len)
+{
+  checkpoint_window w = {end, len,
+                         checkpoint_fingerprint_add(
+                             CHECKPOINT_FINGERPRINT_EMPTY, bytes, len)};
+
+  if (w.end == s->window.end && w.len == s->window.len &&
+      w.hash == s->window.hash)
+    return;
+  s->window = w;
   s->store->dirty = true;
 }
 
@@ -356,11 +397,15 @@ static int sync_dir(const char *dir)
 
 static void write_block(FILE *out, const char *input, const char *path,
                         unsigned long long dev, unsigned long long ino,
-                        unsigned fp_len, uint64_t fp, uint64_t offset)
+                        unsigned fp_len, uint64_t fp, uint64_t offset,
+                        const checkpoint_window *w)
 {
   fprintf(out, "input %s\nfile %s\ndevice %llu\ninode %llu\nfingerprint %u "
           "%016" PRIx64 "\noffset %" PRIu64 "\n", input, path, dev, ino, fp_len,
           fp, offset);
+  if (w->len > 0)
+    fprintf(out, "window %" PRIu64 " %u %016" PRIx64 "\n", w->end, w->len,
+            w->hash);
 }
 
 int checkpoint_save(checkpoint_store *st)
@@ -377,10 +422,10 @@ int checkpoint_save(checkpoint_store *st)
   for (const checkpoint_source *s = st->sources; s; s = s->next)
     write_block(f, s->input, s->path, (unsigned long long)s->device,
                 (unsigned long long)s->inode, s->fingerprint_len,
-                s->fingerprint, s->acked);
+                s->fingerprint, s->acked, &s->window);
   for (const struct saved_file *s = st->saved; s; s = s->next)
     write_block(f, s->input, s->path, s->device, s->inode, s->fingerprint_len,
-                s->fingerprint, s->offset);
+                s->fingerprint, s->offset, &s->window);
   ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
   if (fclose(f) != 0 || !ok || rename(tmp, st->state_file) != 0 ||
       sync_dir(st->state_dir) != 0)

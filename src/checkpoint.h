@@ -29,11 +29,13 @@
  *   inode 1835009
  *   fingerprint 1024 9e3779b97f4a7c15
  *   offset 1048576
+ *   window 1049000 128 5bd1e9955bd1e995
  *
  * written to a temporary file, fsynced and renamed over the old one (and
  * the directory fsynced), at most every checkpoint_interval_ms and at exit.
- * A resume needs the same device, inode and fingerprint and a file at
- * least as long as the offset; otherwise (rotated away, replaced,
+ * (the window line only for a tail_input's files: see checkpoint_window).
+ * A resume needs the same device, inode, fingerprint and window and a file
+ * at least as long as the offset; otherwise (rotated away, replaced,
  * truncated) the file is new to the input.
  *
  * What a crash can duplicate: the records acknowledged since the last write
@@ -55,6 +57,17 @@
 typedef struct checkpoint_source checkpoint_source;
 typedef struct checkpoint_store checkpoint_store;
 
+/* A reader's last bytes read, [end - len, end), end at or past the
+ * acknowledged offset: a resume needs them too, so that a file truncated
+ * and rewritten past the offset while lumberjit was down, with the same
+ * first bytes, is not resumed in the middle of a new line. len 0: none (a
+ * file_input's files). */
+typedef struct {
+  uint64_t end;
+  uint32_t len;
+  uint64_t hash;         /* a fingerprint of those bytes */
+} checkpoint_window;
+
 typedef struct checkpoint_ticket {
   checkpoint_source *src;
   uint64_t end;          /* offset past the chunk's last whole line */
@@ -71,6 +84,7 @@ struct checkpoint_source {
   ino_t inode;
   uint32_t fingerprint_len;
   uint64_t fingerprint;
+  checkpoint_window window;
   uint64_t acked;        /* every record before this offset is done */
   bool stuck;            /* a ticket could not be made: never advance */
   bool retired;          /* in the store's retired list */
@@ -110,6 +124,9 @@ uint64_t checkpoint_fingerprint_add(uint64_t fp, const void *bytes, size_t len);
  * read, so that a resume needs the very bytes it read). */
 void checkpoint_set_fingerprint(checkpoint_source *s, uint32_t len,
                                 uint64_t fp);
+/* The reader's last bytes read are the len bytes before end. */
+void checkpoint_set_window(checkpoint_source *s, uint64_t end,
+                           const void *bytes, uint32_t len);
 /* The file is now found at path. */
 void checkpoint_moved(checkpoint_source *s, const char *path);
 /* Stops tracking s (its file is gone, or is read again from 0): it leaves

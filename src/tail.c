@@ -147,6 +147,15 @@ static void log_truncated(const tail_file *f, const input *in)
             f->t->pi->name, f->path);
 }
 
+/* What a restart needs to know the file holds what was read: its first
+ * bytes and its last (checkpoint.h). */
+static void remember_read(tail_file *f)
+{
+  checkpoint_set_fingerprint(f->ckpt, f->sig.head_len, f->sig.head_hash);
+  checkpoint_set_window(f->ckpt, f->sig.offset, f->sig.window,
+                        f->sig.window_len);
+}
+
 /* Each read must follow the bytes read before: a file truncated (and
  * perhaps rewritten past the offset) since is read again from 0, and the
  * bytes now at the offset, the middle of some new line, are not taken. */
@@ -159,7 +168,7 @@ static bool on_read(void *ud, input *in, const char *data, size_t len)
       tail_signature_window_holds(&f->sig, in->fd)) {
     tail_signature_extend(&f->sig, data, len);
     tail_recent_add(&f->recent, data, len);
-    checkpoint_set_fingerprint(f->ckpt, f->sig.head_len, f->sig.head_hash);
+    remember_read(f);
     return true;
   }
   log_truncated(f, in);
@@ -217,7 +226,7 @@ static void start_reading(tail *t, tail_file *f, int fd)
     pipeline_source_free(src);
     return;
   }
-  checkpoint_set_fingerprint(f->ckpt, f->sig.head_len, f->sig.head_hash);
+  remember_read(f);
   /* Without them (out of memory) only a copy as long as what was read is
    * recognised. */
   tail_recent_load(&f->recent, fd, f->sig.offset);

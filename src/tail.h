@@ -12,12 +12,16 @@
  * could not be watched. Paths matching an `exclude` pattern, files that are
  * not regular, and files lumberjit itself writes are left alone.
  *
- * Where reading starts: a file the state file knows (same device, inode and
- * fingerprint of the bytes read: checkpoint.h) resumes at its acknowledged
- * offset; other files found by the first scan start at their end (their
- * size when found), unless read_from_head; files that appear later are
- * read from their head (they are new), or, if they are a copy, from where
- * their original was read to.
+ * Where reading starts: a file the state file knows (same device and
+ * inode, and still the first and last bytes read: checkpoint.h) resumes at
+ * its acknowledged offset, under its name or another in the same directory
+ * (rotated while lumberjit was down); one it knew by device and inode that
+ * no longer holds those bytes (truncated or rewritten meanwhile) is read
+ * from its start; other files found by the first scan start at their end
+ * (their size when found), unless read_from_head; files that appear later
+ * are read from their head (they are new), or, if they are a copy, from
+ * where their original was read to. A copytruncate made while lumberjit
+ * was down is not recognised: its copy is a file found by the first scan.
  *
  * Following: each open file is watched with inotify; it is read up to its
  * end, in reads of read_buffer bytes (default 128 KiB), and read again when

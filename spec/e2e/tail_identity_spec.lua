@@ -3,7 +3,8 @@
 -- and that a new file is a copytruncate copy of a truncated one. Each case
 -- failed on 8a07ef3: a shared banner made a new file "a copy", a small
 -- file's copytruncate lost lines, a truncation rewritten past the offset
--- gave a torn record and duplicates, a half-written line was handed on
+-- gave a torn record and duplicates (or, while lumberjit was down, a
+-- resume in the middle of a line), a half-written line was handed on
 -- torn at a truncation, and a copy shorter than the offset read was
 -- "truncated" again at every scan.
 local h = dofile("spec/e2e/tail_harness.lua")
@@ -94,6 +95,33 @@ describe("tail_input file identity", function()
     for _, l in ipairs(after) do want[#want + 1] = l end
     assert_whole_once(want, dir)
     assert.matches("app.log was truncated", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+
+  it("reads a file rewritten past the offset while lumberjit was down, with the same first KiB, from its start", function()
+    local dir = h.setup({ "logs/app.log" })
+    local banner = h.numbered("BANNER line", 1, 40, 40) -- 1.6 KiB
+    local before, after = h.numbered("run 1 line", 1, 10, 40), h.numbered("run 2 line", 1, 30, 40)
+    run.write(dir .. "/logs/app.log", "")
+    h.start(dir)
+    h.append(dir .. "/logs/app.log", h.text(banner) .. h.text(before))
+    h.wait_lines(dir, 50)
+    assert.are.equal(0, h.stop(dir))
+    run.write(dir .. "/logs/app.log", h.text(banner) .. h.text(after)) -- the application restarted
+    h.start(dir)
+    h.wait_lines(dir, 120)
+    assert.are.equal(0, h.stop(dir))
+    local seen = h.count(out_lines(dir))
+    for _, line in ipairs(banner) do assert.are.equal(2, seen[line], line) end
+    local want = {}
+    for _, l in ipairs(before) do want[#want + 1] = l end
+    for _, l in ipairs(after) do want[#want + 1] = l end
+    local got = {}
+    for _, l in ipairs(out_lines(dir)) do
+      if not l:find("^BANNER") then got[#got + 1] = l end
+    end
+    local r = h.check(want, got)
+    assert.are.same({ 0, 0, 0, 0 }, { r.lost, r.dups, r.torn, r.disorder }, r.text)
     run.cleanup(dir)
   end)
 
