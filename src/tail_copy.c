@@ -14,12 +14,14 @@
 /* What a new file is to the files read before. */
 typedef enum {
   NEW_FILE,
-  MAYBE_COPY, /* shorter than a file read, whose first bytes it may hold:
-                 a copy still being written, or not */
-  TWIN,       /* holds all a file being read holds: its copy if that file
-                 is truncated soon (logrotate truncates right after the
-                 copy), else a new file that starts the same */
-  COPY        /* holds all a truncated file held */
+  MAYBE_COPY, /* shorter than a file read, and its first bytes do not
+                 tell it from it: perhaps a copy still being written */
+  TWIN,       /* holds what a file not truncated (yet) holds, where
+                 tail_is_copy looks: its copy if that file is truncated
+                 soon (logrotate truncates right after copying), else a
+                 new file with the same bytes */
+  COPY        /* holds what a truncated file held, where tail_is_copy
+                 looks */
 } kinship;
 
 /* Whether fd's first bytes hash to the head of sig. */
