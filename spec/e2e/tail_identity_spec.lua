@@ -27,14 +27,17 @@ describe("tail_input file identity", function()
     run.write(dir .. "/logs/worker-a.log", h.text(banner) .. h.text(a))
     h.start(dir)
     h.wait_lines(dir, 80)
-    local b = h.numbered("worker-B event", 1, 40)
+    -- Longer than what was read from worker-a, and shorter.
+    local b, c = h.numbered("worker-B event", 1, 40), h.numbered("worker-C event", 1, 3)
     run.write(dir .. "/logs/worker-b.log", h.text(banner) .. h.text(b))
-    h.wait_lines(dir, 180)
+    run.write(dir .. "/logs/worker-c.log", h.text(banner) .. h.text(c))
+    h.wait_lines(dir, 243)
     assert.are.equal(0, h.stop(dir))
     local seen = h.count(out_lines(dir))
-    for _, line in ipairs(banner) do assert.are.equal(2, seen[line], line) end
+    for _, line in ipairs(banner) do assert.are.equal(3, seen[line], line) end
     for _, line in ipairs(a) do assert.are.equal(1, seen[line], line) end
     for _, line in ipairs(b) do assert.are.equal(1, seen[line], line) end
+    for _, line in ipairs(c) do assert.are.equal(1, seen[line], line) end
     assert.is_nil(run.read(dir .. "/stderr"):find("is a copy", 1, true))
     run.cleanup(dir)
   end)
