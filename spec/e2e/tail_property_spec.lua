@@ -41,7 +41,8 @@
 local h = dofile("spec/e2e/tail_harness.lua")
 local run = h.run
 
-local SEQUENCES, STEPS = 3, 45
+-- TAIL_PROPERTY_STEPS=N makes each sequence longer, for a soak run.
+local SEQUENCES, STEPS = 3, tonumber(os.getenv("TAIL_PROPERTY_STEPS") or "") or 45
 
 local config = [[
 lumberjit = { state_dir = "state", checkpoint_interval_ms = 50, dead_letter_path = "dead.log" }
