@@ -306,6 +306,7 @@ static tail_file *new_file(tail *t, const char *path, const struct stat *sb,
   f->device = sb->st_dev;
   f->inode = sb->st_ino;
   f->found = true;
+  f->found_ms = uv_now(t->loop);
   f->young_fd = -1;
   f->at_start = at_start;
   f->size = (uint64_t)sb->st_size;

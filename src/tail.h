@@ -46,12 +46,14 @@
  *   copytruncate      a new file is a copy of a file only if it holds every
  *                     byte the signature checks (as long as what was read,
  *                     or shorter and equal to the last 8 KiB read) AND that
- *                     file is seen truncated: up to rotate_wait_ms +
+ *                     file is seen truncated (or, closed, shorter than
+ *                     what was read): up to rotate_wait_ms +
  *                     scan_interval_ms before the copy is found, or up to
- *                     2 scan_interval_ms + YOUNG_FILE_WAIT_MS after, while
- *                     the copy is held open (as is, for YOUNG_FILE_WAIT_MS,
- *                     a new file that may be a copy still being written);
- *                     else it is a new file, read from its head. A copy is read from where its original was
+ *                     2 scan_interval_ms + YOUNG_FILE_WAIT_MS after it is
+ *                     opened (it may wait for a slot first), while it is
+ *                     held open (as is, for YOUNG_FILE_WAIT_MS, a new file
+ *                     that may be a copy still being written); else it is
+ *                     a new file, read from its head. A copy is read from where its original was
  *                     read to (or its end, if shorter), so what was written
  *                     between the last read and the truncation comes from
  *                     the copy, if a pattern matches it. A new file that

@@ -38,6 +38,24 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
   return a < b ? a : b;
 }
 
+/* Whether f, closed (idle, or waiting for a slot), is shorter now than
+ * what was read: truncated, as the scan that can open it will see. A stat
+ * takes no descriptor. */
+static bool closed_and_shorter(const tail_file *f)
+{
+  struct stat sb;
+
+  return !f->src && stat(f->path, &sb) == 0 && sb.st_dev == f->device &&
+         sb.st_ino == f->inode && (uint64_t)sb.st_size < f->sig.offset;
+}
+
+/* How long a TWIN waits for its original's truncation: two scans, in case
+ * no inotify event tells of it, and a young file's wait. */
+static uint64_t twin_wait_ms(const tail *t)
+{
+  return 2 * t->cfg.scan_interval_ms + YOUNG_FILE_WAIT_MS;
+}
+
 /* What a new file, `size` bytes long, open on fd, is to the files read
  * before; for a COPY, where to read it from and a name for its original:
  * past the last whole line read from the original, or the copy's end if
@@ -45,12 +63,18 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
                       uint64_t *offset, const char **original)
 {
-  uint64_t now = uv_now(t->loop), upto;
+  uint64_t upto, found = young->found_ms, opened = young->young_since_ms;
   kinship kin = NEW_FILE;
 
   for (size_t i = 0; i < t->ntruncated && i < TRUNCATED_KEPT; i++) {
     const truncated_file *c = &t->truncated[i];
-    if (now <= c->until_ms && c->sig.offset > 0 &&
+    /* Truncated around the time the copy was found: up to rotate_wait_ms +
+     * scan_interval_ms before, or, once it could be opened (it may have
+     * waited for a slot, as may the original for its truncation to be
+     * seen), while a TWIN waits. */
+    if (c->noted_ms + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms >=
+            found &&
+        c->noted_ms <= opened + twin_wait_ms(t) && c->sig.offset > 0 &&
         (c->device != young->device || c->inode != young->inode) &&
         tail_is_copy(&c->sig, &c->recent, fd, size, &upto)) {
       *offset = min_u64(c->resume, upto);
@@ -63,7 +87,7 @@ static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
         (f->device == young->device && f->inode == young->inode))
       continue;
     if (tail_is_copy(&f->sig, &f->recent, fd, size, &upto)) {
-      if (f->truncated) {
+      if (f->truncated || closed_and_shorter(f)) {
         *offset = min_u64(f->src ? f->src->in.done_offset : f->offset, upto);
         *original = f->path;
         return COPY;
@@ -94,8 +118,7 @@ void tail_decide(tail *t, tail_file *f, uint64_t now)
   if (fstat(fd, &sb) == 0)
     kin = kin_of(t, f, fd, (uint64_t)sb.st_size, &offset, &original);
   if (f->found && ((kin == MAYBE_COPY && waited < YOUNG_FILE_WAIT_MS) ||
-                   (kin == TWIN && waited < 2 * t->cfg.scan_interval_ms +
-                                            YOUNG_FILE_WAIT_MS)))
+                   (kin == TWIN && waited < twin_wait_ms(t))))
     return;
   if (kin == COPY)
     log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
@@ -114,9 +137,8 @@ void tail_note_truncated(tail *t, tail_file *f)
   if (f->sig.offset == 0) return;
   c = &t->truncated[t->ntruncated++ % TRUNCATED_KEPT];
   tail_recent_free(&c->recent);
-  *c = (truncated_file){
-    f->device, f->inode, f->sig, f->recent, f->offset,
-    uv_now(t->loop) + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms};
+  *c = (truncated_file){f->device, f->inode, f->sig, f->recent, f->offset,
+                        uv_now(t->loop)};
   f->recent = (tail_recent){NULL, 0};
 }
 

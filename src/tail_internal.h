@@ -39,8 +39,11 @@ typedef struct tail_file {
   bool waiting;            /* refused a slot or a descriptor: counted */
   bool unreadable;         /* open(2) refused it: logged, counted */
   int young_fd;            /* new, held open until it is known whether it
-                              is a copy (kin_of) */
+                              is a copy (tail_copy.c) */
   uint64_t young_since_ms;
+  uint64_t found_ms;       /* loop time it was first found: whether it is
+                              a copy is judged as of then, however long it
+                              waits for a slot */
 } tail_file;
 
 /* A file truncated a moment ago (copytruncate copies, then truncates): a
@@ -51,10 +54,11 @@ typedef struct {
   tail_signature sig;
   tail_recent recent;
   uint64_t resume;         /* past its last whole line read */
-  uint64_t until_ms;
+  uint64_t noted_ms;       /* loop time the truncation was seen */
 } truncated_file;
 
-#define TRUNCATED_KEPT 16
+/* Enough for the truncations seen while new files wait for a slot. */
+#define TRUNCATED_KEPT 64
 /* How soon a young file is looked at again, and how long one that may be
  * a copy still being written waits. */
 #define YOUNG_FILE_WAIT_MS 100
@@ -70,7 +74,7 @@ struct tail {
   size_t nwaiting;         /* files with `waiting` set */
   uint64_t waited, unreadable; /* counters: files that had to wait, files
                                   open(2) refused */
-  truncated_file truncated[TRUNCATED_KEPT]; /* a ring, for rotate_wait_ms */
+  truncated_file truncated[TRUNCATED_KEPT]; /* a ring */
   size_t ntruncated;
   bool handles, first_scan, stopping, warned_slots, warned_fds;
 };
