@@ -47,12 +47,26 @@ function h.start(dir, opts)
     if run.read(dir .. "/pid") then break end
     h.sleep(0.02)
   end
+  h.wait_ready(dir)
   h.sleep(0.3) -- the first scan
 end
 
 function h.lumberjit_pid(dir)
-  local wrapper = run.read(dir .. "/pid"):match("%d+")
-  return run.read("/proc/" .. wrapper .. "/task/" .. wrapper .. "/children"):match("%d+")
+  local wrapper = (run.read(dir .. "/pid") or ""):match("%d+")
+  return wrapper and (run.read("/proc/" .. wrapper .. "/task/" .. wrapper .. "/children") or ""):match("%d+")
+end
+
+-- Waits (up to 10 s) until lumberjit catches SIGTERM: a stop sent before
+-- would kill it (status 143) instead of stopping it.
+function h.wait_ready(dir)
+  for _ = 1, 500 do
+    local pid = h.lumberjit_pid(dir)
+    local status = pid and run.read("/proc/" .. pid .. "/status") or ""
+    local caught = status:match("SigCgt:%s*(%x+)")
+    -- SIGTERM (15) is bit 14: the 4th hex digit from the right has 4 set.
+    if caught and tonumber(caught:sub(-4, -4), 16) % 8 >= 4 then return end
+    h.sleep(0.02)
+  end
 end
 
 function h.wait_status(dir)
