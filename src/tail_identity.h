@@ -9,18 +9,17 @@
  *     rewritten under the reader, even past the offset read, is read again
  *     from its start instead of from the middle of a new line;
  *   - that a new file is a copy of one read up to offset O (copytruncate):
- *     it must be at least O bytes long and hold the very bytes the
- *     original held where they were checked, and the original must be seen
- *     truncated (tail.c);
+ *     it must hold the very bytes the original held where they are checked
+ *     (below), and the original must be seen truncated (tail_copy.c);
  *   - across a restart, the checkpointed file (checkpoint.h), whose
- *     fingerprint covers only bytes that were read.
+ *     fingerprint and window cover only bytes that were read.
  *
  * A signature covers a file's first `offset` bytes, all of them read: its
  * length, a hash of its first bytes (up to TAIL_HEAD_MAX) and, kept as
  * they are, its last TAIL_WINDOW bytes before the offset. Files that share
  * a banner differ there, unless they hold the same bytes up to the offset:
- * then nothing read tells them apart, and tail.c waits for a truncation of
- * the original before it takes either for the other's copy.
+ * then nothing read tells them apart, and tail_copy.c waits for a
+ * truncation of the original before it takes either for the other's copy.
  *
  * A copy may also be shorter than what was read: logrotate copied, the
  * writer wrote on, the reader read on, then logrotate truncated. While a
