@@ -1,6 +1,7 @@
 /* checkpoint.c - see checkpoint.h. */
 #include "checkpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,14 +18,17 @@ struct saved_file {
   char *input, *path;
   unsigned long long device, inode, fingerprint, offset;
   unsigned fingerprint_len;
+  checkpoint_window window;
 };
 
-/* FNV-1a, 64 bits: enough to tell one file's first bytes from another's. */
-static uint64_t fnv1a(const unsigned char *p, size_t n)
+/* FNV-1a, 64 bits: enough to tell one file's first bytes from another's
+ * (device and inode tell the files themselves apart). */
+uint64_t checkpoint_fingerprint_add(uint64_t fp, const void *bytes, size_t len)
 {
-  uint64_t h = 0xcbf29ce484222325u;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
-  return h;
+  const unsigned char *p = bytes;
+
+  for (size_t i = 0; i < len; i++) fp = (fp ^ p[i]) * 0x100000001b3u;
+  return fp;
 }
 
 /* Hashes the first len bytes of fd; false when it has fewer. */
@@ -34,7 +38,7 @@ static bool fingerprint_of(int fd, uint32_t len, uint64_t *out)
   ssize_t n = pread(fd, head, len, 0);
 
   if (n != (ssize_t)len) return false;
-  *out = fnv1a(head, len);
+  *out = checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, head, len);
   return true;
 }
 
@@ -57,6 +61,17 @@ static void free_saved(struct saved_file *f)
   }
 }
 
+/* A block's window line, if it has one (the next block starts "input"). */
+static void read_window(FILE *in, checkpoint_window *w)
+{
+  unsigned long long end, hash;
+  unsigned len;
+
+  if (fscanf(in, " window %llu %u %llx", &end, &len, &hash) == 3 &&
+      len <= CHECKPOINT_FINGERPRINT_MAX && len <= end)
+    *w = (checkpoint_window){end, len, hash};
+}
+
 /* One block: the input, the file's path, identity and offset. */
 static struct saved_file *read_block(FILE *in)
 {
@@ -74,6 +89,7 @@ static struct saved_file *read_block(FILE *in)
     free(f);
     return NULL;
   }
+  read_window(in, &f->window);
   return f;
 }
 
@@ -84,8 +100,42 @@ static void log_dropped(const checkpoint_store *st, const char *path)
           st->state_file, path);
 }
 
-/* Keeps the blocks whose file is still there; the rest (deleted, replaced)
- * would only ever be dropped. */
+/* The file of block f, renamed since (rotated while lumberjit was down):
+ * the entry of its directory with its inode (readdir tells inodes without
+ * a stat each); its path is set to it. False when there is none. */
+static bool find_renamed(const checkpoint_store *st, struct saved_file *f)
+{
+  const char *slash = strrchr(f->path, '/');
+  size_t dirlen = slash ? (size_t)(slash - f->path) : 1;
+  char dir[4096], *path = NULL;
+  struct dirent *e;
+  DIR *d;
+
+  if (dirlen == 0) dirlen = 1; /* "/name" */
+  snprintf(dir, sizeof dir, "%.*s", (int)dirlen, slash ? f->path : ".");
+  if (!(d = opendir(dir))) return false;
+  while (!path && (e = readdir(d))) {
+    struct stat sb;
+    if ((unsigned long long)e->d_ino != f->inode ||
+        fstatat(dirfd(d), e->d_name, &sb, 0) != 0 || !S_ISREG(sb.st_mode) ||
+        (unsigned long long)sb.st_dev != f->device ||
+        (unsigned long long)sb.st_ino != f->inode)
+      continue;
+    if ((path = malloc(strlen(dir) + strlen(e->d_name) + 2)))
+      sprintf(path, "%s/%s", dir, e->d_name);
+  }
+  closedir(d);
+  if (!path) return false;
+  log_msg("checkpoint %s: %s is not the file it was taken of: that file is "
+          "now %s, and keeps its offset", st->state_file, f->path, path);
+  free(f->path);
+  f->path = path;
+  return true;
+}
+
+/* Keeps the blocks whose file is still there, under its name or another
+ * in the same directory; the rest (deleted, replaced, moved away) would
+ * only ever be dropped. */
 static void read_state(checkpoint_store *st)
 {
   FILE *in = fopen(st->state_file, "r");
@@ -101,10 +151,13 @@ static void read_state(checkpoint_store *st)
   }
   while ((f = read_block(in))) {
     struct stat sb;
-    if (stat(f->path, &sb) == 0 && (unsigned long long)sb.st_dev == f->device &&
-        (unsigned long long)sb.st_ino == f->inode) {
+    bool here = stat(f->path, &sb) == 0 &&
+                (unsigned long long)sb.st_dev == f->device &&
+                (unsigned long long)sb.st_ino == f->inode;
+    if (here || find_renamed(st, f)) {
       *tail = f;
       tail = &f->next;
+      if (!here) st->dirty = true;
     } else {
       log_dropped(st, f->path);
       free_saved(f);
@@ -147,23 +200,24 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
 
 /* ---- sources ---- */
 
-bool checkpoint_same_file(const checkpoint_source *s, int fd,
-                          const struct stat *sb)
+/* Whether fd holds w's bytes at their place (true when w is none). */
+static bool window_holds(int fd, const checkpoint_window *w)
 {
-  return sb->st_dev == s->device && sb->st_ino == s->inode &&
-         checkpoint_head_is(fd, s->fingerprint_len, s->fingerprint);
+  unsigned char bytes[CHECKPOINT_FINGERPRINT_MAX];
+
+  return w->len == 0 ||
+         (pread(fd, bytes, w->len, (off_t)(w->end - w->len)) ==
+              (ssize_t)w->len &&
+          checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, bytes,
+                                     w->len) == w->hash);
 }
 
-bool checkpoint_head_is(int fd, uint32_t len, uint64_t fp)
-{
-  uint64_t now;
-
-  return fingerprint_of(fd, len, &now) && now == fp;
-}
-
-/* The saved block of this very file, taken out of the list; NULL if none. */
+/* The saved block of this very file, taken out of the list; NULL if none
+ * (*changed: there was one of its device and inode, but the file no longer
+ * holds what it was taken of). */
 static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
-                                      int fd, const struct stat *sb)
+                                      int fd, const struct stat *sb,
+                                      bool *changed)
 {
   for (struct saved_file **p = &st->saved; *p; p = &(*p)->next) {
     struct saved_file *f = *p;
@@ -173,12 +227,14 @@ static struct saved_file *claim_saved(checkpoint_store *st, const char *input,
         f->inode != (unsigned long long)sb->st_ino)
       continue;
     *p = f->next;
+    f->next = NULL; /* free_saved frees the list from f on */
     if (f->offset <= (unsigned long long)sb->st_size &&
-        fingerprint_of(fd, f->fingerprint_len, &fp) && fp == f->fingerprint)
+        fingerprint_of(fd, f->fingerprint_len, &fp) && fp == f->fingerprint &&
+        window_holds(fd, &f->window))
       return f;
     log_dropped(st, f->path);
-    f->next = NULL;
     free_saved(f);
+    *changed = true;
     return NULL;
   }
   return NULL;
@@ -202,15 +258,18 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
   s->input = input;
   s->device = sb->st_dev;
   s->inode = sb->st_ino;
-  f = claim_saved(st, input, fd, sb);
+  f = claim_saved(st, input, fd, sb, &s->changed);
   if (f) {
     s->fingerprint_len = f->fingerprint_len;
     s->fingerprint = f->fingerprint;
+    s->window = f->window;
     s->acked = *offset = f->offset;
     *known = true;
     free_saved(f);
+  } else if (!fingerprint_of(fd, fingerprint_len(sb), &s->fingerprint)) {
+    s->fingerprint = CHECKPOINT_FINGERPRINT_EMPTY;
   } else {
-    checkpoint_update(s, fd, sb, NULL);
+    s->fingerprint_len = fingerprint_len(sb);
   }
   s->next = st->sources;
   st->sources = s;
@@ -218,27 +277,37 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
   return s;
 }
 
-void checkpoint_update(checkpoint_source *s, int fd, const struct stat *sb,
-                       const char *path)
+void checkpoint_set_fingerprint(checkpoint_source *s, uint32_t len,
+                                uint64_t fp)
 {
-  uint32_t len = fingerprint_len(sb);
-  uint64_t fp;
+  if (len == s->fingerprint_len && fp == s->fingerprint) return;
+  s->fingerprint_len = len;
+  s->fingerprint = fp;
+  s->store->dirty = true;
+}
 
-  if (len > s->fingerprint_len && fingerprint_of(fd, len, &fp)) {
-    s->fingerprint_len = len;
-    s->fingerprint = fp;
-    s->store->dirty = true;
-  } else if (s->fingerprint_len == 0) {
-    s->fingerprint = fnv1a(NULL, 0);
-  }
-  if (path && strcmp(path, s->path) != 0) {
-    char *copy = strdup(path);
-    if (copy) {
-      free(s->path);
-      s->path = copy;
-      s->store->dirty = true;
-    }
-  }
+void checkpoint_set_window(checkpoint_source *s, uint64_t end,
+                           const void *bytes, uint32_t len)
+{
+  checkpoint_window w = {end, len,
+                         checkpoint_fingerprint_add(
+                             CHECKPOINT_FINGERPRINT_EMPTY, bytes, len)};
+
+  if (w.end == s->window.end && w.len == s->window.len &&
+      w.hash == s->window.hash)
+    return;
+  s->window = w;
+  s->store->dirty = true;
+}
+
+void checkpoint_moved(checkpoint_source *s, const char *path)
+{
+  char *copy;
+
+  if (strcmp(path, s->path) == 0 || !(copy = strdup(path))) return;
+  free(s->path);
+  s->path = copy;
+  s->store->dirty = true;
 }
 
 static void free_source(checkpoint_source *s)
@@ -344,11 +413,15 @@ static int sync_dir(const char *dir)
 
 static void write_block(FILE *out, const char *input, const char *path,
                         unsigned long long dev, unsigned long long ino,
-                        unsigned fp_len, uint64_t fp, uint64_t offset)
+                        unsigned fp_len, uint64_t fp, uint64_t offset,
+                        const checkpoint_window *w)
 {
   fprintf(out, "input %s\nfile %s\ndevice %llu\ninode %llu\nfingerprint %u "
           "%016" PRIx64 "\noffset %" PRIu64 "\n", input, path, dev, ino, fp_len,
           fp, offset);
+  if (w->len > 0)
+    fprintf(out, "window %" PRIu64 " %u %016" PRIx64 "\n", w->end, w->len,
+            w->hash);
 }
 
 int checkpoint_save(checkpoint_store *st)
@@ -365,10 +438,10 @@ int checkpoint_save(checkpoint_store *st)
   for (const checkpoint_source *s = st->sources; s; s = s->next)
     write_block(f, s->input, s->path, (unsigned long long)s->device,
                 (unsigned long long)s->inode, s->fingerprint_len,
-                s->fingerprint, s->acked);
+                s->fingerprint, s->acked, &s->window);
   for (const struct saved_file *s = st->saved; s; s = s->next)
     write_block(f, s->input, s->path, s->device, s->inode, s->fingerprint_len,
-                s->fingerprint, s->offset);
+                s->fingerprint, s->offset, &s->window);
   ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
   if (fclose(f) != 0 || !ok || rename(tmp, st->state_file) != 0 ||
       sync_dir(st->state_dir) != 0)

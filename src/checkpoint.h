@@ -3,9 +3,10 @@
  * kept in the state directory so a restart resumes there.
  *
  * A source is one file one input reads, known by its identity: device,
- * inode and a fingerprint (a hash of its first bytes, up to 1 KiB), so that
- * a rotated file is still itself under its new name, and a new file that
- * got an old one's inode is not. The store is the state file, one for the
+ * inode and a fingerprint (a hash of its first bytes, up to 1 KiB; a
+ * tail_input's covers only bytes it read), so that a rotated file is still
+ * itself under its new name, and a new file that got an old one's inode is
+ * not. The store is the state file, one for the
  * whole pipeline, so a checkpoint costs one fsync however many inputs and
  * files there are.
  *
@@ -28,11 +29,13 @@
  *   inode 1835009
  *   fingerprint 1024 9e3779b97f4a7c15
  *   offset 1048576
+ *   window 1049000 128 5bd1e9955bd1e995
  *
  * written to a temporary file, fsynced and renamed over the old one (and
  * the directory fsynced), at most every checkpoint_interval_ms and at exit.
- * A resume needs the same device, inode and fingerprint and a file at
- * least as long as the offset; otherwise (rotated away, replaced,
+ * (the window line only for a tail_input's files: see checkpoint_window).
+ * A resume needs the same device, inode, fingerprint and window and a file
+ * at least as long as the offset; otherwise (rotated away, replaced,
  * truncated) the file is new to the input.
  *
  * What a crash can duplicate: the records acknowledged since the last write
@@ -44,6 +47,7 @@
 #define LUMBERJIT_CHECKPOINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -52,6 +56,17 @@
 
 typedef struct checkpoint_source checkpoint_source;
 typedef struct checkpoint_store checkpoint_store;
+
+/* A reader's last bytes read, [end - len, end), end at or past the
+ * acknowledged offset: a resume needs them too, so that a file truncated
+ * and rewritten past the offset while lumberjit was down, with the same
+ * first bytes, is not resumed in the middle of a new line. len 0: none (a
+ * file_input's files). */
+typedef struct {
+  uint64_t end;
+  uint32_t len;
+  uint64_t hash;         /* a fingerprint of those bytes */
+} checkpoint_window;
 
 typedef struct checkpoint_ticket {
   checkpoint_source *src;
@@ -71,9 +86,13 @@ struct checkpoint_source {
   ino_t inode;
   uint32_t fingerprint_len;
   uint64_t fingerprint;
+  checkpoint_window window;
   uint64_t acked;        /* every record before this offset is done */
   bool stuck;            /* a ticket could not be made: never advance */
   bool retired;          /* in the store's retired list */
+  bool changed;          /* the state file knew its device and inode, but
+                            not these bytes: truncated or replaced since,
+                            all it holds is new */
   checkpoint_ticket *head, *tail;
 };
 
@@ -99,15 +118,19 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
                                     const char *path, int fd,
                                     const struct stat *sb, uint64_t *offset,
                                     bool *known);
-/* Whether fd is the file s tracks: same device, inode and first bytes. */
-bool checkpoint_same_file(const checkpoint_source *s, int fd,
-                          const struct stat *sb);
-/* Whether fd's first len bytes hash to fp (a fingerprint of s's kind). */
-bool checkpoint_head_is(int fd, uint32_t len, uint64_t fp);
-/* The file grew or moved: a fingerprint shorter than the maximum takes in
- * the new first bytes; path is where it is now (NULL: unchanged). */
-void checkpoint_update(checkpoint_source *s, int fd, const struct stat *sb,
-                       const char *path);
+/* The fingerprint of no bytes, and a fingerprint with more bytes after
+ * those it covers: a reader builds one up as it reads. */
+#define CHECKPOINT_FINGERPRINT_EMPTY UINT64_C(0xcbf29ce484222325)
+uint64_t checkpoint_fingerprint_add(uint64_t fp, const void *bytes, size_t len);
+/* The fingerprint is now of the first len bytes (a reader's: bytes it
+ * read, so that a resume needs the very bytes it read). */
+void checkpoint_set_fingerprint(checkpoint_source *s, uint32_t len,
+                                uint64_t fp);
+/* The reader's last bytes read are the len bytes before end. */
+void checkpoint_set_window(checkpoint_source *s, uint64_t end,
+                           const void *bytes, uint32_t len);
+/* The file is now found at path. */
+void checkpoint_moved(checkpoint_source *s, const char *path);
 /* Stops tracking s (its file is gone, or is read again from 0): it leaves
  * the state file at the next save, and is freed once the records that
  * hold its tickets are done. */

@@ -121,7 +121,10 @@ static void cut_partial(input *in)
 {
   if (in->carry.len > 0 && !in->hold_partial)
     in->handler.cut(in->handler.ud, in, in->carry.data, in->carry.len,
-                    in->is_offset ? in->carry_pos : in->seq + 1);
+                    in->is_offset ? in->carry_pos : in->seq + 1,
+                    in->cut_reason ? in->cut_reason
+                                   : "the run stopped inside this line: the "
+                                     "rest of it was not read");
   buf_clear(&in->carry);
   in->piece = 0;
 }
@@ -154,7 +157,14 @@ static void read_now(input *in)
   while (!in->paused && !in->stopping && !in->at_end) {
     ssize_t n = pread(in->fd, in->readbuf, in->readbuf_size,
                       (off_t)in->read_offset);
-    if (n > 0) {
+    if (n >= 0 && in->handler.follows &&
+        !in->handler.follows(in->handler.ud, in, in->readbuf, (size_t)n)) {
+      /* The line held was never ended in the file: a dead letter. */
+      in->hold_partial = false;
+      in->cut_reason = "the file was truncated or rewritten before this "
+                       "line was ended";
+      in->stopping = true;
+    } else if (n > 0) {
       in->busy = true;
       split_lines(in, in->readbuf, (size_t)n);
       in->busy = false;

@@ -42,6 +42,7 @@
 #define LUMBERJIT_INPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -55,10 +56,11 @@ typedef struct {
    * longer than max_line. */
   void (*record)(void *ud, input *in, const char *bytes, size_t len,
                  uint64_t position, unsigned piece);
-  /* A stop came inside a line that no checkpoint keeps: the bytes read
-   * of it, which are no record (the rest will not be read). */
+  /* A stop came inside a line that no checkpoint keeps, or the file was
+   * truncated under it (follows): the bytes read of it, which are no
+   * record (the rest will not be read), and why. */
   void (*cut)(void *ud, input *in, const char *bytes, size_t len,
-              uint64_t position);
+              uint64_t position, const char *reason);
   /* After each read: the moment to flush what the records produced. */
   void (*chunk_done)(void *ud, input *in);
   /* Following a file: it has nothing more to read for now (optional). */
@@ -67,6 +69,13 @@ typedef struct {
    * reading stopped. */
   void (*finished)(void *ud, input *in, const char *error);
   void *ud;
+  /* Following a file (optional): called with each read's bytes, read at
+   * in->read_offset (len 0: none, the reading is at the file's end),
+   * before they are split. False: they do not follow the bytes read
+   * before (the file was truncated or rewritten under the reader), so the
+   * read is dropped, the unfinished last line held is not handed on (it
+   * would be torn: it goes to cut instead) and the input finishes. */
+  bool (*follows)(void *ud, input *in, const char *data, size_t len);
 } input_handler;
 
 struct input {
@@ -77,6 +86,7 @@ struct input {
   bool follow;           /* a file's end is not the input's: wait there */
   bool hold_partial;     /* a checkpoint keeps the place of a line a stop
                             comes inside of: hold it back */
+  const char *cut_reason; /* why a line is cut, if not a stop (input.h) */
   bool keep_cr;          /* a CR before LF is part of the line */
   input_handler handler;
 

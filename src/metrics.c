@@ -35,7 +35,7 @@ typedef struct {
   int only; /* which of them have it: see has() */
 } family;
 
-enum { ALL, SYSLOG, TRANSPORT, DISK_BUFFER };
+enum { ALL, SYSLOG, TAIL, TRANSPORT, DISK_BUFFER };
 
 #define IN(f) offsetof(pipeline_input_stats, f)
 #define OUT(f) offsetof(pipeline_output_stats, f)
@@ -79,6 +79,11 @@ static const family input_families[] = {
   {"lumberjit_syslog_dropped_datagrams_total", "counter",
    "Datagrams the kernel dropped while the socket was not read.", IN(dropped),
    SYSLOG},
+  {"lumberjit_tail_waiting_files_total", "counter",
+   "Files that waited for a free slot or file descriptor.", IN(waited), TAIL},
+  {"lumberjit_tail_unreadable_files_total", "counter",
+   "Files that could not be opened (permissions): read once they can be.",
+   IN(unreadable), TAIL},
 };
 
 static const family output_families[] = {
@@ -124,6 +129,7 @@ static bool has(int only, const pipeline_input_stats *in,
 {
   switch (only) {
   case SYSLOG: return in && in->kind && strcmp(in->kind, "syslog") == 0;
+  case TAIL: return in && in->kind && strcmp(in->kind, "tail") == 0;
   case TRANSPORT: return out && out->has_tx;
   case DISK_BUFFER: return out && out->has_tx && out->tx.has_disk_buffer;
   default: return true;

@@ -463,10 +463,11 @@ output_events pipeline_sink_events(pipeline *pl)
   return (output_events){on_sink_failed, on_sink_changed, pl};
 }
 
-/* A stop came inside a line no checkpoint keeps (input.h): a record read,
- * and dead-lettered with its bytes. */
+/* A stop came inside a line no checkpoint keeps (input.h), or the file
+ * was truncated under it: a record read, and dead-lettered with its bytes
+ * and why. */
 static void on_cut(void *ud, input *in, const char *bytes, size_t len,
-                   uint64_t position)
+                   uint64_t position, const char *reason)
 {
   pipeline *pl = ud;
   pl_input *pi = ((pl_source *)in)->owner;
@@ -475,15 +476,13 @@ static void on_cut(void *ud, input *in, const char *bytes, size_t len,
 
   pi->records++;
   pi->dead++;
-  dead_letter_write(&pl->dl, "input", in->name,
-                    "the run stopped inside this line: the rest of it was "
-                    "not read", &from);
+  dead_letter_write(&pl->dl, "input", in->name, reason, &from);
 }
 
 input_handler pipeline_input_handler(pipeline *pl)
 {
   return (input_handler){on_record, on_cut, on_chunk_done, NULL, on_finished,
-                         pl};
+                         pl, NULL};
 }
 
 static bool writes(const output_sink *o, const struct stat *sb)

@@ -36,6 +36,9 @@ typedef struct {
   bool datagrams;
   uint64_t connections, refused, refused_address, refused_fd, evicted,
       handshake_late, message_late, idle_closed, malformed, dropped;
+  /* A tail_input's (kind "tail"): files that waited for a free slot or
+   * file descriptor; files open(2) refused (unreadable), until readable. */
+  uint64_t waited, unreadable;
 } pipeline_input_stats;
 
 typedef struct {

@@ -1,5 +1,5 @@
-/* tail.c - see tail.h. */
-#include "tail.h"
+/* tail.c - see tail.h: files found, opened, read and finished. */
+#include "tail_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,54 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fd_limit.h"
 #include "log.h"
-
-typedef struct tail tail;
-
-typedef struct tail_file {
-  struct tail_file *next;
-  tail *t;
-  char *path;              /* where it was opened (or last found) */
-  checkpoint_source *ckpt; /* identity and acknowledged offset */
-  uint64_t offset;         /* where the next opening reads from */
-  uint64_t size;           /* at the last look */
-  uint64_t changed_ms;     /* loop time it last grew */
-  pl_source *src;          /* reading it; NULL: closed */
-  uv_fs_event_t *watch;    /* its inotify watch while open; freed when
-                              closed, so the file may go before */
-  bool found;              /* the current scan found it */
-  bool moved;              /* no pattern leads to it any more */
-  uint64_t moved_ms;       /* loop time that was first seen */
-  bool truncated;          /* read it again from 0 once finished */
-  int young_fd;            /* a new file too short to tell whether it is a
-                              copy: open, waiting until young_until_ms */
-  uint64_t young_until_ms;
-} tail_file;
-
-/* A file read up to `offset` that was then truncated (copytruncate): a new
- * file with the same first bytes is its copy, to be read from there. */
-typedef struct {
-  uint32_t len;
-  uint64_t fingerprint, offset, until_ms;
-} truncated_file;
-
-/* Fewer first bytes are no proof that one file is a copy of another. */
-#define COPY_MIN_FINGERPRINT 64
-#define TRUNCATED_KEPT 16
-/* How soon a young file is looked at again. */
-#define YOUNG_FILE_WAIT_MS 100
-
-struct tail {
-  pl_input *pi;
-  uv_loop_t *loop;
-  config_tail cfg;         /* paths and exclude are copies */
-  uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */
-  tail_file *files;
-  size_t open_files;
-  truncated_file truncated[TRUNCATED_KEPT]; /* a ring, for rotate_wait_ms */
-  size_t ntruncated;
-  bool handles, first_scan, stopping, warned_full;
-};
 
 static void free_tail(tail *t)
 {
@@ -68,9 +22,12 @@ static void free_tail(tail *t)
     tail_file *f = t->files;
     t->files = f->next;
     if (f->young_fd >= 0) close(f->young_fd);
+    tail_recent_free(&f->recent);
     free(f->path);
     free(f);
   }
+  for (size_t i = 0; i < TRUNCATED_KEPT; i++)
+    tail_recent_free(&t->truncated[i].recent);
   config_list_free(t->cfg.paths);
   config_list_free(t->cfg.exclude);
   free(t->cfg.join.pattern);
@@ -98,17 +55,126 @@ static tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
   return t;
 }
 
+/* ---- descriptors ---- */
+
+/* A file that may not be opened now waits: the next scan finds it again.
+ * Counted once per wait; logged once until no file waits. */
+static void hold(tail *t, tail_file *f, bool no_fds)
+{
+  if (f->waiting) return;
+  f->waiting = true;
+  t->nwaiting++;
+  t->waited++;
+  if (!no_fds && !t->warned_slots)
+    log_msg("input '%s': %zu files open (max_open_files); %s waits for a "
+            "free slot, as will others", t->pi->name, t->open_files, f->path);
+  else if (no_fds && !t->warned_fds)
+    log_msg("input '%s': no file descriptor free for %s (%zu files open; "
+            "ulimit -n %" PRIu64 ", %d kept for checkpoints and outputs); it "
+            "waits for one, as will others", t->pi->name, f->path,
+            t->open_files, fd_limit_current(), FD_LIMIT_RESERVED);
+  if (no_fds) t->warned_fds = true;
+  else t->warned_slots = true;
+}
+
+static void stop_waiting(tail *t, tail_file *f)
+{
+  if (!f->waiting) return;
+  f->waiting = false;
+  if (--t->nwaiting == 0) t->warned_slots = t->warned_fds = false;
+}
+
+/* Whether f may take a descriptor now: under max_open_files and the
+ * descriptor budget, asked again at each scan. */
+static bool may_open(tail *t, tail_file *f)
+{
+  bool slots = t->open_files < t->cfg.max_open_files;
+
+  if (slots && t->fd_room > 0) return true;
+  hold(t, f, slots);
+  return false;
+}
+
+/* Opens f at path; -1 when it cannot be opened (a missing descriptor
+ * makes f wait, a refusal is logged once) or is no longer f. */
+static int open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+  if (fd < 0) {
+    if (fd_limit_exhausted(errno)) {
+      t->fd_room = 0;
+      hold(t, f, true);
+    } else if (errno != ENOENT && !f->unreadable) {
+      f->unreadable = true;
+      t->unreadable++;
+      log_msg("input '%s': cannot read %s: %s; it is read once it can be",
+              t->pi->name, path, strerror(errno));
+    }
+    return -1;
+  }
+  if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode) ||
+      sb->st_dev != f->device || sb->st_ino != f->inode) {
+    close(fd);
+    return -1;
+  }
+  t->fd_room--;
+  f->unreadable = false;
+  stop_waiting(t, f);
+  return fd;
+}
+
 /* ---- reading one file ---- */
 
 static void on_file_event(uv_fs_event_t *h, const char *name, int events,
                           int status);
 
-static void schedule_scan(tail *t);
-
 static void on_at_end(void *ud, input *in)
 {
   (void)ud;
   ((pl_source *)in)->file->size = in->read_offset;
+}
+
+static void log_truncated(const tail_file *f, const input *in)
+{
+  if (in && in->carry.len > 0)
+    log_msg("input '%s': %s was truncated; reading it again from the start "
+            "(the %zu bytes of an unfinished last line read before go to the "
+            "dead-letter path, not on: a copy of the file, if followed, has "
+            "the line whole)",
+            f->t->pi->name, f->path, in->carry.len);
+  else
+    log_msg("input '%s': %s was truncated; reading it again from the start",
+            f->t->pi->name, f->path);
+}
+
+/* What a restart needs to know the file holds what was read: its first
+ * bytes and its last (checkpoint.h). */
+static void remember_read(tail_file *f)
+{
+  checkpoint_set_fingerprint(f->ckpt, f->sig.head_len, f->sig.head_hash);
+  checkpoint_set_window(f->ckpt, f->sig.offset, f->sig.window,
+                        f->sig.window_len);
+}
+
+/* Each read must follow the bytes read before: a file truncated (and
+ * perhaps rewritten past the offset) since is read again from 0, and the
+ * bytes now at the offset, the middle of some new line, are not taken. */
+static bool on_read(void *ud, input *in, const char *data, size_t len)
+{
+  tail_file *f = ((pl_source *)in)->file;
+
+  (void)ud;
+  if (f->sig.offset == in->read_offset &&
+      tail_signature_window_holds(&f->sig, in->fd)) {
+    tail_signature_extend(&f->sig, data, len);
+    tail_recent_add(&f->recent, data, len);
+    remember_read(f);
+    return true;
+  }
+  log_truncated(f, in);
+  f->truncated = true;
+  return false;
 }
 
 static void watch_file(tail_file *f)
@@ -132,20 +198,13 @@ static void unwatch_file(tail_file *f)
   f->watch = NULL;
 }
 
-/* Starts reading f on fd (open on it) from f->offset. */
-static void open_source(tail *t, tail_file *f, int fd)
+/* Starts reading f on fd (open on it, a slot taken) from f->offset, where
+ * f->sig ends. */
+static void start_reading(tail *t, tail_file *f, int fd)
 {
   pl_source *src;
   char err[512];
 
-  if (t->open_files >= t->cfg.max_open_files) {
-    if (!t->warned_full)
-      log_msg("input '%s': %zu files open (max_open_files); %s waits for a "
-              "free slot", t->pi->name, t->open_files, f->path);
-    t->warned_full = true;
-    close(fd);
-    return;
-  }
   if (!(src = pipeline_source_new(t->pi))) {
     log_msg("input '%s': out of memory; %s is not read for now", t->pi->name,
             f->path);
@@ -160,6 +219,7 @@ static void open_source(tail *t, tail_file *f, int fd)
   src->in.readbuf_size = t->cfg.read_buffer;
   src->in.read_offset = src->in.done_offset = f->offset;
   src->in.handler.at_end = on_at_end;
+  src->in.handler.follows = on_read;
   if (t->cfg.join.mode != JOIN_NONE)
     join_init(&src->join, &t->cfg.join, t->pi->pl->join_matcher);
   if (input_start(&src->in, t->loop, err, sizeof err) != 0) {
@@ -167,6 +227,10 @@ static void open_source(tail *t, tail_file *f, int fd)
     pipeline_source_free(src);
     return;
   }
+  remember_read(f);
+  /* Without them (out of memory) only a copy as long as what was read is
+   * recognised. */
+  tail_recent_load(&f->recent, fd, f->sig.offset);
   f->src = src;
   f->changed_ms = uv_now(t->loop);
   t->open_files++;
@@ -174,120 +238,83 @@ static void open_source(tail *t, tail_file *f, int fd)
   input_read_more(&src->in); /* last: it may finish the source */
 }
 
-/* Opens path for reading; -1 when it cannot be opened or is not a regular
- * file. */
-static int open_file(const char *path, struct stat *sb)
+void tail_start_at(tail *t, tail_file *f, int fd, uint64_t offset)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-
-  if (fd < 0) return -1;
-  if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode)) {
-    close(fd);
-    return -1;
+  if (!tail_signature_load(&f->sig, fd, offset)) {
+    offset = 0;
+    tail_signature_load(&f->sig, fd, 0);
   }
-  return fd;
-}
-
-/* Whether a new file is the copy of one being read, or of one truncated a
- * moment ago (logrotate's copytruncate copies, then truncates): if so, the
- * copy is read from where the original was read up to, and the lines
- * written between the read and the truncation are not lost. */
-static bool copy_of(tail *t, const tail_file *copy, int fd, uint64_t *offset)
-{
-  uint64_t now = uv_now(t->loop);
-  const char *path = copy->path;
-
-  for (tail_file *f = t->files; f; f = f->next) {
-    uint64_t at = f->src ? f->src->in.done_offset : f->offset;
-    if (f == copy) continue;
-    /* The copy may still be being written: its reading waits at its end. */
-    if (f->ckpt->fingerprint_len >= COPY_MIN_FINGERPRINT &&
-        checkpoint_head_is(fd, f->ckpt->fingerprint_len, f->ckpt->fingerprint)) {
-      log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
-              t->pi->name, path, f->path, at);
-      *offset = at;
-      return true;
-    }
-  }
-  for (size_t i = 0; i < t->ntruncated && i < TRUNCATED_KEPT; i++) {
-    const truncated_file *c = &t->truncated[i];
-    if (now <= c->until_ms &&
-        checkpoint_head_is(fd, c->len, c->fingerprint)) {
-      log_msg("input '%s': %s is a copy of a file truncated since; reading it "
-              "from offset %" PRIu64, t->pi->name, path, c->offset);
-      *offset = c->offset;
-      return true;
-    }
-  }
-  return false;
-}
-
-static void note_truncated(tail *t, const tail_file *f)
-{
-  if (f->ckpt->fingerprint_len < COPY_MIN_FINGERPRINT) return;
-  t->truncated[t->ntruncated++ % TRUNCATED_KEPT] = (truncated_file){
-    f->ckpt->fingerprint_len, f->ckpt->fingerprint, f->offset,
-    uv_now(t->loop) + t->cfg.rotate_wait_ms + t->cfg.scan_interval_ms};
+  f->offset = f->ckpt->acked = offset;
+  start_reading(t, f, fd);
 }
 
 static void on_scan_timer(uv_timer_t *h);
 
-/* A new file is read from its head, or, if it is a copy, from where its
- * original was read to. */
-static void settle(tail *t, tail_file *f, int fd)
+/* Young files are looked at again soon. */
+static void arm_young_timer(tail *t)
 {
-  uint64_t offset = 0;
-
-  f->young_fd = -1;
-  if (copy_of(t, f, fd, &offset)) f->ckpt->acked = offset;
-  f->offset = offset;
-  open_source(t, f, fd);
+  if (t->stopping || uv_is_active((uv_handle_t *)&t->soon)) return;
+  for (const tail_file *f = t->files; f; f = f->next)
+    if (f->young_fd >= 0) {
+      uv_timer_start(&t->soon, on_scan_timer, YOUNG_FILE_WAIT_MS, 0);
+      return;
+    }
 }
 
-/* A file found for the first time: from its checkpoint, its end (the first
- * scan, unless read_from_head), or as a new file (settle). A new file
- * shorter than a whole fingerprint may be a copy still being written
- * (copytruncate): it is held open, so nothing it gets is lost even if it
- * is renamed away, and settled at a later look, when its first bytes tell. */
-static void add_file(tail *t, const char *path)
+/* The first opening of a file: from its checkpoint, from where the first
+ * scan found its end (or its head, with read_from_head), or, found later,
+ * as a new file (tail_decide). */
+static void open_new(tail *t, tail_file *f)
 {
-  tail_file *f = calloc(1, sizeof *f);
   struct stat sb;
   uint64_t offset;
   bool known;
-  int fd = -1;
+  int fd;
 
-  if (!f || !(f->path = strdup(path)) || (fd = open_file(path, &sb)) < 0 ||
-      !(f->ckpt = checkpoint_track(&t->pi->pl->store, t->pi->name, path, fd,
-                                   &sb, &offset, &known))) {
-    if (fd >= 0) close(fd);
-    if (f) free(f->path);
-    free(f);
+  if (!may_open(t, f) || (fd = open_file(t, f, f->path, &sb)) < 0) return;
+  if (!(f->ckpt = checkpoint_track(&t->pi->pl->store, t->pi->name, f->path,
+                                   fd, &sb, &offset, &known))) {
+    close(fd);
     return;
+  }
+  f->size = (uint64_t)sb.st_size;
+  if (known) {
+    log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name,
+            f->path, offset);
+    tail_start_at(t, f, fd, offset);
+  } else if (f->at_start) {
+    /* A file truncated or replaced while lumberjit was down is new. */
+    tail_start_at(t, f, fd, f->ckpt->changed ? 0 : f->offset);
+  } else {
+    f->young_fd = fd;
+    f->young_since_ms = uv_now(t->loop);
+    t->open_files++;
+    tail_decide(t, f, f->young_since_ms);
+    arm_young_timer(t);
+  }
+}
+
+static tail_file *new_file(tail *t, const char *path, const struct stat *sb,
+                           bool at_start)
+{
+  tail_file *f = calloc(1, sizeof *f);
+
+  if (!f || !(f->path = strdup(path))) {
+    free(f);
+    return NULL;
   }
   f->t = t;
+  f->device = sb->st_dev;
+  f->inode = sb->st_ino;
   f->found = true;
+  f->found_ms = uv_now(t->loop);
   f->young_fd = -1;
-  f->size = (uint64_t)sb.st_size;
+  f->at_start = at_start;
+  f->size = (uint64_t)sb->st_size;
+  if (at_start && !t->cfg.read_from_head) f->offset = f->size;
   f->next = t->files;
   t->files = f;
-  if (!known && !t->first_scan) {
-    if (sb.st_size >= CHECKPOINT_FINGERPRINT_MAX) {
-      settle(t, f, fd);
-      return;
-    }
-    f->young_fd = fd;
-    f->young_until_ms = uv_now(t->loop) + YOUNG_FILE_WAIT_MS;
-    uv_timer_start(&t->soon, on_scan_timer, YOUNG_FILE_WAIT_MS, 0);
-    return;
-  }
-  if (known)
-    log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name, path,
-            offset);
-  else if (!t->cfg.read_from_head)
-    offset = f->ckpt->acked = f->size;
-  f->offset = offset;
-  open_source(t, f, fd);
+  return f;
 }
 
 static void free_file(tail *t, tail_file *f)
@@ -298,19 +325,33 @@ static void free_file(tail *t, tail_file *f)
       break;
     }
   unwatch_file(f);
-  if (f->young_fd >= 0) close(f->young_fd);
-  checkpoint_retire(&t->pi->pl->store, f->ckpt);
+  if (f->young_fd >= 0) {
+    close(f->young_fd);
+    t->open_files--;
+  }
+  stop_waiting(t, f);
+  if (f->ckpt) checkpoint_retire(&t->pi->pl->store, f->ckpt);
+  tail_recent_free(&f->recent);
   free(f->path);
   free(f);
 }
 
 /* ---- scans ---- */
 
+/* Where a file not being read was last found. */
+static void set_path(tail_file *f, const char *path)
+{
+  char *copy;
+
+  if (strcmp(path, f->path) == 0 || !(copy = strdup(path))) return;
+  free(f->path);
+  f->path = copy;
+}
+
 static tail_file *find_file(tail *t, const struct stat *sb)
 {
   for (tail_file *f = t->files; f; f = f->next)
-    if (f->ckpt->device == sb->st_dev && f->ckpt->inode == sb->st_ino)
-      return f;
+    if (f->device == sb->st_dev && f->inode == sb->st_ino) return f;
   return NULL;
 }
 
@@ -321,37 +362,35 @@ static bool excluded(const tail *t, const char *path)
   return false;
 }
 
-/* A closed file at a path: reopened when it grew; if its inode now holds
- * another file, that one is new. */
-static void look_at_closed(tail *t, tail_file *f, const char *path)
+static void found_path(tail *t, const char *path, bool at_start);
+
+/* A closed file (idle), now sb: reopened when it grew; if it no longer
+ * holds what was read, it was truncated: a new file to read. */
+static void look_at_closed(tail *t, tail_file *f, const struct stat *sb)
 {
-  struct stat sb;
+  struct stat now;
+  char *path;
   int fd;
 
-  if ((fd = open_file(path, &sb)) < 0) return;
-  if (!checkpoint_same_file(f->ckpt, fd, &sb) ||
-      (uint64_t)sb.st_size < f->offset) {
-    close(fd);
-    free_file(t, f);
-    add_file(t, path);
+  if ((uint64_t)sb->st_size == f->sig.offset || !may_open(t, f) ||
+      (fd = open_file(t, f, f->path, &now)) < 0)
+    return;
+  if (tail_signature_holds(&f->sig, fd, (uint64_t)now.st_size)) {
+    start_reading(t, f, fd);
     return;
   }
-  if ((uint64_t)sb.st_size == f->offset) {
-    close(fd);
-    return;
-  }
-  if (strcmp(path, f->path) != 0) {
-    char *copy = strdup(path);
-    if (copy) {
-      free(f->path);
-      f->path = copy;
-    }
-  }
-  checkpoint_update(f->ckpt, fd, &sb, path);
-  open_source(t, f, fd);
+  close(fd);
+  t->fd_room++;
+  log_truncated(f, NULL);
+  tail_note_truncated(t, f);
+  path = strdup(f->path);
+  free_file(t, f);
+  if (path) found_path(t, path, false);
+  free(path);
+  tail_schedule_scan(t);
 }
 
-static void found_path(tail *t, const char *path)
+static void found_path(tail *t, const char *path, bool at_start)
 {
   struct stat sb;
   tail_file *f;
@@ -361,13 +400,19 @@ static void found_path(tail *t, const char *path)
     return;
   f = find_file(t, &sb);
   if (!f) {
-    add_file(t, path);
-  } else if (!f->found) {
-    f->found = true;
-    f->moved = false;
-    if (f->src) checkpoint_update(f->ckpt, f->src->in.fd, &sb, path);
-    else if (f->young_fd < 0 && !f->truncated) look_at_closed(t, f, path);
+    if ((f = new_file(t, path, &sb, at_start))) open_new(t, f);
+    return;
   }
+  if (f->found) return;
+  f->found = true;
+  f->moved = false;
+  /* Where it is now, in the state file too: a restart finds it there. An
+   * open file's path is its reader's (and its watch's). */
+  if (f->ckpt) checkpoint_moved(f->ckpt, path);
+  if (!f->src) set_path(f, path);
+  if (!f->ckpt) open_new(t, f);
+  else if (!f->src && f->young_fd < 0 && !f->truncated)
+    look_at_closed(t, f, &sb);
 }
 
 /* Its writer may not have reopened yet: rotate_wait_ms runs from now. */
@@ -378,6 +423,18 @@ static void mark_moved(tail_file *f, uint64_t now)
   f->moved_ms = now;
 }
 
+/* An open file that no longer holds what was read from it: once its
+ * reading finishes, it is read again from 0. */
+static void truncated(tail_file *f)
+{
+  input *in = &f->src->in;
+
+  log_truncated(f, in);
+  f->truncated = true;
+  in->hold_partial = true; /* not a record: its end is gone */
+  input_stop(in);
+}
+
 /* An open file: did it grow, shrink, or stop growing? */
 static void look_at_open(tail *t, tail_file *f, uint64_t now)
 {
@@ -386,17 +443,10 @@ static void look_at_open(tail *t, tail_file *f, uint64_t now)
 
   if (in->stopping || in->finished || fstat(in->fd, &sb) != 0) return;
   if (sb.st_nlink == 0) mark_moved(f, now); /* deleted */
-  if ((uint64_t)sb.st_size < in->read_offset ||
-      !checkpoint_same_file(f->ckpt, in->fd, &sb)) {
-    log_msg("input '%s': %s was truncated; reading it again from the "
-            "start", t->pi->name, f->path);
-    f->truncated = true;
-    input_stop(in);
+  if (!tail_signature_holds(&f->sig, in->fd, (uint64_t)sb.st_size)) {
+    truncated(f);
     return;
   }
-  /* A fingerprint shorter than the maximum grows with the file, so that
-   * copies and truncations are told apart. */
-  checkpoint_update(f->ckpt, in->fd, &sb, NULL);
   if ((uint64_t)sb.st_size != f->size) {
     f->changed_ms = now;
     f->size = (uint64_t)sb.st_size;
@@ -420,22 +470,19 @@ static void scan(tail *t)
 {
   uint64_t now = uv_now(t->loop);
 
+  t->fd_room = fd_limit_budget();
   for (tail_file *f = t->files; f; f = f->next) f->found = false;
   for (char **p = t->cfg.paths; *p; p++) {
     glob_t g;
     if (glob(*p, GLOB_NOSORT, NULL, &g) != 0) continue;
     for (size_t i = 0; i < g.gl_pathc && !t->stopping; i++)
-      found_path(t, g.gl_pathv[i]);
+      found_path(t, g.gl_pathv[i], t->first_scan);
     globfree(&g);
   }
+  /* Deciding may start a file's reading, which may finish and free it. */
   for (tail_file *f = t->files, *next; f; f = next) {
-    struct stat sb;
     next = f->next;
-    if (f->young_fd >= 0 &&
-        (!f->found || now >= f->young_until_ms ||
-         (fstat(f->young_fd, &sb) == 0 &&
-          sb.st_size >= CHECKPOINT_FINGERPRINT_MAX)))
-      settle(t, f, f->young_fd);
+    if (f->young_fd >= 0) tail_decide(t, f, now);
   }
   for (tail_file *f = t->files, *next; f; f = next) {
     next = f->next;
@@ -449,6 +496,7 @@ static void scan(tail *t)
     if (f->src) look_at_open(t, f, now);
   }
   t->first_scan = false;
+  arm_young_timer(t);
 }
 
 static void on_scan_timer(uv_timer_t *h)
@@ -456,10 +504,11 @@ static void on_scan_timer(uv_timer_t *h)
   scan(h->data);
 }
 
-static void schedule_scan(tail *t)
+void tail_schedule_scan(tail *t)
 {
-  if (!t->stopping && !uv_is_active((uv_handle_t *)&t->soon))
-    uv_timer_start(&t->soon, on_scan_timer, 0, 0);
+  if (t->stopping) return;
+  uv_timer_stop(&t->soon);
+  uv_timer_start(&t->soon, on_scan_timer, 0, 0);
 }
 
 static void on_file_event(uv_fs_event_t *h, const char *name, int events,
@@ -469,116 +518,10 @@ static void on_file_event(uv_fs_event_t *h, const char *name, int events,
 
   (void)name;
   if (status < 0) return;
-  if (events & UV_RENAME) schedule_scan(f->t);
+  if (events & UV_RENAME) tail_schedule_scan(f->t);
   if ((events & UV_CHANGE) && f->src) {
     f->changed_ms = uv_now(f->t->loop);
     input_read_more(&f->src->in);
-  }
-}
-
-/* A watched directory, shared by every tail_input whose patterns name it:
- * inotify reports each write to a file there too, and one handle per
- * input would pass each of them to every input. */
-struct tail_dir {
-  struct tail_dir *next;
-  char *path;
-  uv_fs_event_t handle;
-  tail **tails;
-  size_t ntails;
-};
-
-/* A file came, went or was renamed (UV_RENAME); writes to the files there
- * (UV_CHANGE) are their own watches' business. */
-static void on_dir_event(uv_fs_event_t *h, const char *name, int events,
-                         int status)
-{
-  struct tail_dir *d = h->data;
-
-  (void)name;
-  if (status != 0 || !(events & UV_RENAME)) return;
-  for (size_t i = 0; i < d->ntails; i++) schedule_scan(d->tails[i]);
-}
-
-static void pattern_dir(const char *pattern, char *dir, size_t len)
-{
-  const char *slash = strrchr(pattern, '/');
-
-  if (!slash) snprintf(dir, len, ".");
-  else snprintf(dir, len, "%.*s", (int)(slash == pattern ? 1 : slash - pattern),
-                pattern);
-}
-
-static struct tail_dir *new_dir(tail *t, const char *path)
-{
-  struct tail_dir *d = calloc(1, sizeof *d);
-
-  if (!d || !(d->path = strdup(path))) {
-    free(d);
-    return NULL;
-  }
-  uv_fs_event_init(t->loop, &d->handle);
-  d->handle.data = d;
-  /* Not watched (missing, inotify's limit): the timed scans find files. */
-  uv_fs_event_start(&d->handle, on_dir_event, path, 0);
-  d->next = t->pi->pl->tail_dirs;
-  t->pi->pl->tail_dirs = d;
-  return d;
-}
-
-/* The directory of each pattern, when it has no wildcards, is watched: a
- * file created there is found at once. */
-static void watch_dirs(tail *t)
-{
-  for (char **p = t->cfg.paths; *p; p++) {
-    struct tail_dir *d = t->pi->pl->tail_dirs;
-    char dir[4096];
-    tail **tails;
-    pattern_dir(*p, dir, sizeof dir);
-    if (strpbrk(dir, "*?[")) continue;
-    while (d && strcmp(d->path, dir) != 0) d = d->next;
-    if (!d && !(d = new_dir(t, dir))) continue;
-    if (d->ntails > 0 && d->tails[d->ntails - 1] == t) continue;
-    tails = realloc(d->tails, (d->ntails + 1) * sizeof *tails);
-    if (!tails) continue;
-    d->tails = tails;
-    d->tails[d->ntails++] = t;
-  }
-}
-
-static void free_dir(uv_handle_t *h)
-{
-  struct tail_dir *d = h->data;
-
-  free(d->path);
-  free(d->tails);
-  free(d);
-}
-
-void tail_close_dirs(struct tail_dir **dirs)
-{
-  while (*dirs) {
-    struct tail_dir *d = *dirs;
-    *dirs = d->next;
-    uv_close((uv_handle_t *)&d->handle, free_dir);
-  }
-}
-
-/* t watches no more: a directory no input watches is closed (its handle
- * would keep the loop running). */
-static void unwatch_dirs(tail *t)
-{
-  for (struct tail_dir **p = &t->pi->pl->tail_dirs; *p;) {
-    struct tail_dir *d = *p;
-    size_t kept = 0;
-    for (size_t i = 0; i < d->ntails; i++)
-      if (d->tails[i] != t) d->tails[kept++] = d->tails[i];
-    d->ntails = kept;
-    if (kept > 0) {
-      p = &d->next;
-      continue;
-    }
-    *p = d->next;
-    uv_close((uv_handle_t *)&d->handle, free_dir);
   }
 }
 
@@ -593,7 +536,7 @@ static int tail_start(pl_input *pi, char *err, size_t errlen)
   uv_timer_init(t->loop, &t->soon);
   t->scan.data = t->soon.data = t;
   t->handles = true;
-  watch_dirs(t);
+  tail_watch_dirs(t);
   t->first_scan = true;
   scan(t);
   uv_timer_start(&t->scan, on_scan_timer, t->cfg.scan_interval_ms,
@@ -609,7 +552,7 @@ static void close_handles(tail *t)
   t->handles = false;
   uv_close((uv_handle_t *)&t->scan, NULL);
   uv_close((uv_handle_t *)&t->soon, NULL);
-  unwatch_dirs(t);
+  tail_unwatch_dirs(t);
   for (tail_file *f = t->files; f; f = f->next) unwatch_file(f);
 }
 
@@ -645,23 +588,27 @@ static void tail_source_finished(pl_input *pi, pl_source *src)
   f->offset = src->in.done_offset;
   f->src = NULL;
   t->open_files--;
-  t->warned_full = false;
+  t->fd_room++;
   unwatch_file(f);
   pipeline_source_free(src);
+  if (!f->truncated) tail_recent_free(&f->recent); /* note_truncated takes them */
   if (t->stopping) {
     done_if_drained(t);
-  } else if (f->truncated) {
+    return;
+  }
+  if (f->truncated) {
     /* The records read before still hold the old source's tickets. */
     char *path = strdup(f->path);
-    note_truncated(t, f);
+    tail_note_truncated(t, f);
     free_file(t, f);
-    if (path) add_file(t, path);
+    if (path) found_path(t, path, false);
     free(path);
+    tail_schedule_scan(t); /* young files: one may be its copy */
   } else if (f->moved) {
     free_file(t, f);
   }
+  if (t->nwaiting > 0) tail_schedule_scan(t); /* a slot is free */
 }
-
 static int tail_build(pl_input *pi, const config_plugin *p, char *err,
                       size_t errlen)
 {
@@ -682,6 +629,15 @@ static void tail_close_handles(pl_input *pi)
   close_handles(pi->state);
 }
 
+static void tail_stats(pl_input *pi, pipeline_input_stats *st)
+{
+  tail *t = pi->state;
+
+  st->kind = "tail";
+  st->waited = t->waited;
+  st->unreadable = t->unreadable;
+}
+
 static void tail_free(pl_input *pi)
 {
   free_tail(pi->state);
@@ -690,5 +646,5 @@ static void tail_free(pl_input *pi)
 
 const input_kind tail_input_kind = {
   tail_build, tail_start, tail_stop, tail_source_finished, tail_close_handles,
-  tail_free, NULL, NULL
+  tail_free, NULL, tail_stats
 };

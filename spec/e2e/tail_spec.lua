@@ -2,86 +2,15 @@
 -- every line a writer wrote arrives at least once, in order per file,
 -- through rename and copytruncate rotation, truncation, deletion, idle
 -- closing and a kill -9 in mid-stream.
-local run = dofile("spec/e2e/run.lua")
-
-local config = [[
-lumberjit = { state_dir = "state", checkpoint_interval_ms = 50, dead_letter_path = "dead.log" }
-app = { type = "tail_input", paths = { %s }, scan_interval_ms = 50, rotate_wait_ms = 500,
-        last_line_timeout_ms = %d, idle_close_ms = %d %s }
-out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
-]]
-
-local function sh(dir, cmd)
-  return os.execute("cd " .. run.quote(dir) .. " && (" .. cmd .. ")")
-end
-
-local function sleep(s)
-  os.execute("sleep " .. s)
-end
-
--- A directory with logs/, state/ and a config tailing the given patterns.
-local function setup(patterns, opts)
-  opts = opts or {}
-  local dir = run.tmpdir()
-  sh(dir, "mkdir logs state")
-  local quoted = {}
-  for i, p in ipairs(patterns) do quoted[i] = string.format("%q", p) end
-  run.write(dir .. "/config.lua", config:format(table.concat(quoted, ", "),
-    opts.last_line_timeout_ms or 1000, opts.idle_close_ms or 60000, opts.extra or ""))
-  return dir
-end
-
--- Starts lumberjit in the background; `pid` holds the pid of the timeout
--- wrapping it, which passes SIGTERM on.
-local function start(dir)
-  sh(dir, string.format("rm -f status; (sh -c 'echo $$ > pid; exec timeout -s KILL 60 %s -c config.lua' "
-    .. "2>> stderr; echo $? > status) &", run.quote(run.bin)))
-  for _ = 1, 100 do
-    if run.read(dir .. "/pid") then break end
-    sleep(0.02)
-  end
-  sleep(0.3) -- the first scan
-end
-
-local function lumberjit_pid(dir)
-  local wrapper = run.read(dir .. "/pid"):match("%d+")
-  return run.read("/proc/" .. wrapper .. "/task/" .. wrapper .. "/children"):match("%d+")
-end
-
-local function wait_status(dir)
-  for _ = 1, 600 do
-    local status = run.read(dir .. "/status")
-    if status and status:match("%d") then return tonumber(status:match("%d+")) end
-    sleep(0.05)
-  end
-  error("lumberjit did not stop")
-end
-
-local function stop(dir)
-  sleep(0.3) -- the last lines are read
-  sh(dir, "kill -TERM $(cat pid)")
-  return wait_status(dir)
-end
-
--- Waits until out.log holds at least n lines.
-local function wait_lines(dir, n)
-  for _ = 1, 400 do
-    if #run.lines(run.read(dir .. "/out.log") or "") >= n then return end
-    sleep(0.05)
-  end
-end
+local h = dofile("spec/e2e/tail_harness.lua")
+local run, sh, sleep, setup, start, stop = h.run, h.sh, h.sleep, h.setup, h.start, h.stop
+local wait_status, wait_lines, lumberjit_pid, count = h.wait_status, h.wait_lines, h.lumberjit_pid, h.count
 
 -- A writer appending lines "<tag> <n>" from..to to file, reopening it for
 -- every burst of 50 (as a logger that reopens after rotation does).
 local function writer(dir, file, tag, from, to, pause)
   return string.format([[i=%d; while [ $i -le %d ]; do j=$((i+49)); [ $j -gt %d ] && j=%d
     seq -f '%s %%.0f' $i $j >> %s; i=$((j+1)); sleep %s; done]], from, to, to, to, tag, file, pause or 0.005)
-end
-
-local function count(lines)
-  local seen = {}
-  for _, line in ipairs(lines) do seen[line] = (seen[line] or 0) + 1 end
-  return seen
 end
 
 -- Every line of want appears in got, in want's order (each line's first
@@ -297,6 +226,64 @@ out = { type = "file_output", path = "out.log", encoder = "json", message_matche
     table.sort(got)
     assert.are.same({ "cri stderr an error nil", "cri stdout first half, second half nil",
                       'docker stdout a "quoted" end nil' }, got)
+    run.cleanup(dir)
+  end)
+
+  it("resumes each of several files at its own checkpoint", function()
+    local dir = setup({ "logs/*.log" })
+    for i = 1, 6 do run.write(dir .. "/logs/f" .. i .. ".log", "") end
+    start(dir)
+    local want = {}
+    for i = 1, 6 do
+      want[#want + 1] = "f" .. i .. " before"
+      h.append(dir .. "/logs/f" .. i .. ".log", want[#want] .. "\n")
+    end
+    wait_lines(dir, 6)
+    assert.are.equal(0, stop(dir))
+    for i = 1, 6 do
+      want[#want + 1] = "f" .. i .. " after"
+      h.append(dir .. "/logs/f" .. i .. ".log", want[#want] .. "\n")
+    end
+    start(dir)
+    wait_lines(dir, 12)
+    assert.are.equal(0, stop(dir))
+    local r = h.check(want, run.lines(run.read(dir .. "/out.log")))
+    assert.are.same({ 0, 0, 0 }, { r.lost, r.dups, r.torn }, r.text)
+    assert.are.equal(6, h.count_matching(run.read(dir .. "/stderr"), "resuming logs/f%d.log at offset"))
+    run.cleanup(dir)
+  end)
+
+  it("resumes a file renamed while lumberjit was down at its checkpoint", function()
+    local dir = setup({ "logs/app.log*" })
+    run.write(dir .. "/logs/app.log", "")
+    start(dir)
+    sh(dir, "echo 'read before' >> logs/app.log")
+    wait_lines(dir, 1)
+    assert.are.equal(0, stop(dir))
+    -- Rotated while down, after one more line: the restart finds the file
+    -- by its inode under its new name (without read_from_head, a file the
+    -- state file does not know would be read from its end).
+    sh(dir, "echo 'written before the rotation' >> logs/app.log && mv logs/app.log logs/app.log.1")
+    start(dir)
+    wait_lines(dir, 2)
+    assert.are.equal(0, stop(dir))
+    assert.are.same({ "read before", "written before the rotation" }, run.lines(run.read(dir .. "/out.log")))
+    assert.matches("resuming logs/app.log.1 at offset 12", run.read(dir .. "/stderr"))
+    run.cleanup(dir)
+  end)
+
+  it("reads a file truncated while lumberjit was down from its start", function()
+    local dir = setup({ "logs/app.log" })
+    run.write(dir .. "/logs/app.log", "")
+    start(dir)
+    sh(dir, "echo 'read before the truncation' >> logs/app.log")
+    wait_lines(dir, 1)
+    assert.are.equal(0, stop(dir))
+    sh(dir, ": > logs/app.log && printf 'new 1\\nnew 2\\n' >> logs/app.log")
+    start(dir)
+    wait_lines(dir, 3)
+    assert.are.equal(0, stop(dir))
+    assert.are.same({ "read before the truncation", "new 1", "new 2" }, run.lines(run.read(dir .. "/out.log")))
     run.cleanup(dir)
   end)
 

@@ -1,0 +1,160 @@
+-- Helpers the tail_input specs share: a directory with logs/ and state/,
+-- lumberjit run in the background there, waits on its output.
+local run = dofile("spec/e2e/run.lua")
+
+local h = { run = run }
+
+local config = [[
+lumberjit = { %s checkpoint_interval_ms = 50, dead_letter_path = "dead.log" }
+app = { type = "tail_input", paths = { %s }, scan_interval_ms = 50, rotate_wait_ms = 500,
+        last_line_timeout_ms = %d, idle_close_ms = %d %s }
+out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
+]]
+
+function h.sh(dir, cmd)
+  return os.execute("cd " .. run.quote(dir) .. " && (" .. cmd .. ")")
+end
+
+function h.sleep(s)
+  os.execute("sleep " .. s)
+end
+
+-- A directory with logs/, state/ and a config tailing the given patterns;
+-- opts: last_line_timeout_ms, idle_close_ms, extra (more keys of the
+-- input), global (more keys of `lumberjit`, each ending in a comma),
+-- no_state (no state_dir).
+function h.setup(patterns, opts)
+  opts = opts or {}
+  local dir = run.tmpdir()
+  h.sh(dir, "mkdir logs state")
+  local quoted = {}
+  for i, p in ipairs(patterns) do quoted[i] = string.format("%q", p) end
+  run.write(dir .. "/config.lua", config:format((opts.no_state and "" or 'state_dir = "state",') .. (opts.global or ""),
+    table.concat(quoted, ", "), opts.last_line_timeout_ms or 1000, opts.idle_close_ms or 60000,
+    opts.extra or ""))
+  return dir
+end
+
+-- Starts lumberjit in the background; `pid` holds the pid of the timeout
+-- wrapping it, which passes SIGTERM on. opts.prefix runs first in the
+-- shell that execs it (a ulimit); opts.wrap is a command that runs it
+-- (setpriv).
+function h.start(dir, opts)
+  opts = opts or {}
+  h.sh(dir, string.format("rm -f status pid; (sh -c '%s echo $$ > pid; exec %s timeout -s KILL 60 %s -c config.lua' "
+    .. "2>> stderr; echo $? > status) &", opts.prefix or "", opts.wrap or "", run.quote(run.bin)))
+  for _ = 1, 100 do
+    if run.read(dir .. "/pid") then break end
+    h.sleep(0.02)
+  end
+  h.wait_ready(dir)
+  h.sleep(0.3) -- the first scan
+end
+
+function h.lumberjit_pid(dir)
+  local wrapper = (run.read(dir .. "/pid") or ""):match("%d+")
+  return wrapper and (run.read("/proc/" .. wrapper .. "/task/" .. wrapper .. "/children") or ""):match("%d+")
+end
+
+-- Waits (up to 10 s) until lumberjit catches SIGTERM: a stop sent before
+-- would kill it (status 143) instead of stopping it.
+function h.wait_ready(dir)
+  for _ = 1, 500 do
+    local pid = h.lumberjit_pid(dir)
+    local status = pid and run.read("/proc/" .. pid .. "/status") or ""
+    local caught = status:match("SigCgt:%s*(%x+)")
+    -- SIGTERM (15) is bit 14: the 4th hex digit from the right has 4 set.
+    if caught and tonumber(caught:sub(-4, -4), 16) % 8 >= 4 then return end
+    h.sleep(0.02)
+  end
+end
+
+function h.wait_status(dir)
+  for _ = 1, 600 do
+    local status = run.read(dir .. "/status")
+    if status and status:match("%d") then return tonumber(status:match("%d+")) end
+    h.sleep(0.05)
+  end
+  error("lumberjit did not stop")
+end
+
+function h.stop(dir)
+  h.sleep(0.3) -- the last lines are read
+  h.sh(dir, "kill -TERM $(cat pid)")
+  return h.wait_status(dir)
+end
+
+-- Waits until out.log holds at least n lines (at most 20 s).
+function h.wait_lines(dir, n)
+  for _ = 1, 400 do
+    if #run.lines(run.read(dir .. "/out.log") or "") >= n then return end
+    h.sleep(0.05)
+  end
+end
+
+function h.count(lines)
+  local seen = {}
+  for _, line in ipairs(lines) do seen[line] = (seen[line] or 0) + 1 end
+  return seen
+end
+
+-- How many lines of text match the Lua pattern.
+function h.count_matching(text, pattern)
+  local n = 0
+  for _ in (text or ""):gmatch(pattern) do n = n + 1 end
+  return n
+end
+
+-- Compares what was delivered (got) with the lines written (want, each
+-- line unique, in the order written): how many were lost, duplicated,
+-- torn (delivered, never written whole) and out of order (a first
+-- delivery before that of a line written earlier), with a few examples.
+function h.check(want, got)
+  local pos, seen, r = {}, {}, { lost = 0, dups = 0, torn = 0, disorder = 0, examples = {} }
+  for i, line in ipairs(want) do pos[line] = i end
+  local last = 0
+  for _, line in ipairs(got) do
+    if not pos[line] then
+      r.torn = r.torn + 1
+      r.examples[#r.examples + 1] = "torn: " .. line
+    elseif seen[line] then
+      r.dups = r.dups + 1
+    else
+      if pos[line] < last then r.disorder = r.disorder + 1 end
+      last = math.max(last, pos[line])
+    end
+    seen[line] = true
+  end
+  for _, line in ipairs(want) do
+    if not seen[line] then
+      r.lost = r.lost + 1
+      if #r.examples < 5 then r.examples[#r.examples + 1] = "lost: " .. line end
+    end
+  end
+  r.text = string.format("%d lines written, %d delivered: %d lost, %d duplicated, %d torn, %d out of order; %s",
+    #want, #got, r.lost, r.dups, r.torn, r.disorder, table.concat(r.examples, "; ", 1, math.min(5, #r.examples)))
+  return r
+end
+
+-- Lines "<tag> <n> <padding>" for n = from..to, each `width` bytes with
+-- its newline.
+function h.numbered(tag, from, to, width)
+  local out = {}
+  for n = from, to do
+    local line = string.format("%s %03d ", tag, n)
+    out[#out + 1] = line .. string.rep("x", (width or 0) - #line - 1)
+  end
+  return out
+end
+
+function h.text(lines)
+  return #lines > 0 and table.concat(lines, "\n") .. "\n" or ""
+end
+
+function h.append(path, text)
+  local f = assert(io.open(path, "ab"))
+  f:write(text)
+  f:close()
+end
+
+return h
