@@ -582,6 +582,10 @@ static void log_summary(pipeline *pl)
             "records; %" PRIu64 " messages made of them, %" PRIu64 " records "
             "made none", in->name, in->records, in->overlong, in->truncated,
             in->dead, in->messages, in->empty);
+    if (in->kind && strcmp(in->kind, "tail") == 0)
+      log_msg("input '%s': %" PRIu64 " files waited for a free slot or file "
+              "descriptor, %" PRIu64 " could not be read (permissions)",
+              in->name, in->waited, in->unreadable);
     if (!in->kind || strcmp(in->kind, "syslog") != 0) continue;
     if (in->datagrams) {
       log_msg("input '%s': %" PRIu64 " malformed datagrams, %" PRIu64
