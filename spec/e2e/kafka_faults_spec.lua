@@ -68,28 +68,6 @@ local function stop(dir)
   return status, run.read(dir .. "/wrapper.err") or ""
 end
 
--- What `topic` holds, one value a line, into `file`; then how many lines it
--- has, how many distinct, and whether the first occurrences come in order.
-local function dump(b, dir, topic)
-  local file = dir .. "/got.txt"
-  assert(h.sh(dir, string.format("timeout -s KILL 300 kcat -C -q -e -o beginning -f '%%s\\n' -b %s -t %s > %s",
-    b.bootstrap, topic, run.quote(file))))
-  local p = io.popen(string.format([[python3 -c '
-import sys
-seen = set(); total = 0; ordered = True; last = -1
-for line in open(sys.argv[1]):
-    total += 1
-    n = int(line.split()[1])
-    if n in seen: continue
-    seen.add(n)
-    if n < last: ordered = False
-    last = n
-print(total, len(seen), int(ordered))' %s]], run.quote(file)))
-  local total, distinct, ordered = p:read("*a"):match("(%d+) (%d+) (%d)")
-  p:close()
-  return tonumber(total), tonumber(distinct), ordered == "1"
-end
-
 -- How many lines the disk buffer in dir/buffer holds.
 local function on_disk(dir)
   local p = io.popen("cat " .. run.quote(dir) .. "/buffer/*.seg 2>/dev/null | grep -ao 'line [0-9]\\{7\\}' | wc -l")
@@ -137,7 +115,7 @@ describe("kafka_output faults", function()
     assert.is_true(h.wait_until(function() return checkpoint(dir) == 2000 * 61 end, 10))
     local status, stderr = stop(dir)
     assert.are.equal(0, status, stderr)
-    local total, distinct, ordered = dump(b, dir, "ckpt")
+    local total, distinct, ordered = k.dump(b, dir, "ckpt")
     assert.are.same({ 2000, 2000, true }, { total, distinct, ordered })
     run.cleanup(dir)
   end)
@@ -158,7 +136,7 @@ describe("kafka_output faults", function()
     assert.truthy(k.count(b, "stream", { min = 1000000, seconds = 240 }))
     local status, stderr = stop(dir)
     assert.are.equal(0, status, stderr)
-    local total, distinct = dump(b, dir, "stream")
+    local total, distinct = k.dump(b, dir, "stream")
     assert.are.equal(1000000, distinct)
     print(("\n# broker outage: %d duplicates of 1,000,000 lines"):format(total - distinct))
     assert.is_true(total - distinct <= 4194304 / 61, (total - distinct) .. " duplicates")
@@ -184,7 +162,7 @@ describe("kafka_output faults", function()
     h.wait_until(function() return checkpoint(dir) == 300000 * 61 end, 20)
     local status, stderr = stop(dir)
     assert.are.equal(0, status, stderr)
-    local total, distinct = dump(b, dir, "crash")
+    local total, distinct = k.dump(b, dir, "crash")
     assert.are.equal(300000, distinct)
     print(("\n# kill -9 with %d lines in the broker, %d of them checkpointed: %d duplicates of 300,000 lines")
       :format(had, covered, total - distinct))
@@ -223,7 +201,7 @@ describe("kafka_output faults", function()
       "checkpoint " .. checkpoint(dir) .. " of " .. run.size(dir .. "/in.log"))
     local status, stderr = stop(dir)
     assert.are.equal(0, status, stderr)
-    local total, distinct, ordered = dump(b, dir, "spill")
+    local total, distinct, ordered = k.dump(b, dir, "spill")
     assert.are.same({ 100000, 100000, true }, { total, distinct, ordered })
     assert.truthy(stderr:find("the disk buffer is drained", 1, true))
     local from_disk = tonumber(stderr:match("%((%d+) of them from the disk buffer%)"))
@@ -270,7 +248,7 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
     local status = h.wait_exit(dir, "wrapper", 120)
     os.remove(dir .. "/lumberjit.pid")
     assert.are.equal(0, status, run.read(dir .. "/wrapper.err"))
-    local total, distinct, ordered = dump(b, dir, "outage")
+    local total, distinct, ordered = k.dump(b, dir, "outage")
     assert.are.same({ 20000, 20000, true }, { total, distinct, ordered })
     run.cleanup(dir)
   end)
@@ -293,7 +271,7 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
     status, stderr = stop(dir)
     assert.are.equal(0, status, stderr)
     assert.truthy(stderr:find("holds 5000 records", 1, true), stderr)
-    local total, distinct, ordered = dump(b, dir, "kept")
+    local total, distinct, ordered = k.dump(b, dir, "kept")
     assert.are.same({ 5000, 5000, true }, { total, distinct, ordered })
     run.cleanup(dir)
   end)

@@ -10,6 +10,7 @@
 --   k.produce(b, "logs", path)             -- one record a line
 --   local records = k.consume(b, "logs", { min = 10 })   -- { key, value, partition, offset, ... }
 --   k.count(b, "logs", { min = 1000000 })  -- cheap, for big topics
+--   local total, distinct, ordered = k.dump(b, dir, "logs") -- of "line N" values
 --   k.stop(b) or k.kill(b); k.restart(b)   -- same ports, same data
 --   k.destroy(b)
 --
@@ -368,6 +369,28 @@ end
 -- topic cannot be read.
 function k.count(b, topic, opts)
   return read_until(count_all, b, topic, opts)
+end
+
+-- What `topic` holds, one value a line ("line N ..."), into dir/got.txt; then how many lines it
+-- has, how many distinct, and whether the first occurrences come in order.
+function k.dump(b, dir, topic)
+  local file = dir .. "/got.txt"
+  assert(h.sh(dir, string.format("timeout -s KILL 300 kcat -C -q -e -o beginning -f '%%s\\n' -b %s -t %s > %s",
+    b.bootstrap, topic, run.quote(file))))
+  local p = io.popen(string.format([[python3 -c '
+import sys
+seen = set(); total = 0; ordered = True; last = -1
+for line in open(sys.argv[1]):
+    total += 1
+    n = int(line.split()[1])
+    if n in seen: continue
+    seen.add(n)
+    if n < last: ordered = False
+    last = n
+print(total, len(seen), int(ordered))' %s]], run.quote(file)))
+  local total, distinct, ordered = p:read("*a"):match("(%d+) (%d+) (%d)")
+  p:close()
+  return tonumber(total), tonumber(distinct), ordered == "1"
 end
 
 return k

@@ -35,27 +35,6 @@ local function checkpoint(dir)
   return tonumber((run.read(dir .. "/state/checkpoints") or ""):match("offset (%d+)")) or 0
 end
 
--- Lines, as many distinct, and whether first occurrences come in order.
-local function dump(b, dir, topic)
-  local file = dir .. "/got.txt"
-  assert(h.sh(dir, string.format("timeout -s KILL 300 kcat -C -q -e -o beginning -f '%%s\\n' -b %s -t %s > %s",
-    b.bootstrap, topic, run.quote(file))))
-  local p = io.popen(string.format([[python3 -c '
-import sys
-seen = set(); total = 0; ordered = True; last = -1
-for line in open(sys.argv[1]):
-    total += 1
-    n = int(line.split()[1])
-    if n in seen: continue
-    seen.add(n)
-    if n < last: ordered = False
-    last = n
-print(total, len(seen), int(ordered))' %s]], run.quote(file)))
-  local total, distinct, ordered = p:read("*a"):match("(%d+) (%d+) (%d)")
-  p:close()
-  return tonumber(total), tonumber(distinct), ordered == "1"
-end
-
 describe("kafka_output with a disk buffer through a broker crash", function()
   local b
 
@@ -109,7 +88,7 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
     h.sh(dir, "kill -TERM $(cat lumberjit.pid)")
     local status = h.wait_exit(dir, "wrapper", 60)
     os.remove(dir .. "/lumberjit.pid")
-    local total, distinct, ordered = dump(b, dir, "drain")
+    local total, distinct, ordered = k.dump(b, dir, "drain")
     print(("\n# broker crash, then kill -9 with %d of %d lines checkpointed: %d duplicates"):format(
       at_kill, LINES, total - distinct))
     assert.is_true(reached, at_kill .. " lines checkpointed\n" .. (run.read(dir .. "/first.err") or ""))
