@@ -26,7 +26,16 @@
  *   properties   any librdkafka property, { ["linger.ms"] = 20 }: SASL,
  *                TLS, batching. They win over the keys above; librdkafka
  *                checks each when the config is loaded.
- *   memory_bytes what librdkafka may hold in memory (16 MiB by default).
+ *   memory_bytes what librdkafka's records may take in memory (16 MiB by
+ *                default), each counted as its payload and key plus
+ *                KAFKA_RECORD_OVERHEAD (320 bytes: librdkafka's message,
+ *                the allocator's share, the output's slot), which
+ *                librdkafka's own byte cap leaves out. With a disk
+ *                buffer librdkafka holds half of it: the other half is
+ *                for the copy kafka_keep_held makes of its records while
+ *                they move to disk. queue.buffering.max.kbytes and
+ *                .messages follow from it (as a backstop; the output
+ *                stops handing records on first).
  *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
  *                where records go once librdkafka holds memory_bytes (a
  *                broker outage); path defaults to state_dir/kafka-NAME.
@@ -47,7 +56,8 @@
  * for ever (message.timeout.ms = 0 unless set): an outage is waited out.
  *
  * Buffering. Records wait in the output's queue (its share of
- * memory_budget), then in librdkafka (memory_bytes), then, with a disk
+ * memory_budget), then in librdkafka (memory_bytes, the Kafka term of
+ * the README's memory formula), then, with a disk
  * buffer, in the disk buffer (disk_queue.h), in that order. Records go to
  * disk only while librdkafka holds none of its own (records not read from
  * the disk buffer): until their reports come, or every broker is down, the
