@@ -119,19 +119,25 @@ static rd_kafka_topic_t *topic_handle_for(kafka_output *k, const char *name,
   return t->rkt;
 }
 
+/* What records of so many bytes (payloads and keys) take in librdkafka:
+ * the bytes twice (its message, and the copy in the request that sends
+ * it, kept until the broker answers) and KAFKA_RECORD_OVERHEAD each. */
+static uint64_t cost(uint64_t bytes, uint64_t records)
+{
+  return 2 * bytes + records * KAFKA_RECORD_OVERHEAD;
+}
+
 /* Whether librdkafka may take a record of len bytes (routing head
  * included: at least its payload and key) besides the pending ones
- * prepared for the same call: what it holds, each record counted with
- * KAFKA_RECORD_OVERHEAD, stays within k->budget. librdkafka counts only
- * payloads and keys against queue.buffering.max.kbytes, so its own limit
- * would let its records take twice memory_bytes and more. One record
- * always may, however large. */
+ * readied for the same call: what it holds stays within k->budget.
+ * librdkafka counts only payloads and keys against
+ * queue.buffering.max.kbytes, so its own limit let its records take more
+ * than twice memory_bytes. One record always may, however large. */
 static bool fits(const kafka_output *k, uint64_t pending, size_t len)
 {
-  uint64_t held = k->held_bytes + k->in_flight * KAFKA_RECORD_OVERHEAD;
-
   if (k->in_flight == 0 && pending == 0) return true;
-  return held + pending + len + KAFKA_RECORD_OVERHEAD <= k->budget;
+  return cost(k->held_bytes, k->in_flight) + pending + cost(len, 1) <=
+         k->budget;
 }
 
 /* Readies one record (routing head first) as m for
@@ -280,7 +286,7 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
       unprepare(k, &m[n]);
       break;
     }
-    pending += len + KAFKA_RECORD_OVERHEAD;
+    pending += cost(len, 1);
   }
   /* What stopped the batch concerns its first record only: the others
    * are produced first. */

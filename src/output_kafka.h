@@ -27,15 +27,17 @@
  *                TLS, batching. They win over the keys above; librdkafka
  *                checks each when the config is loaded.
  *   memory_bytes what librdkafka's records may take in memory (16 MiB by
- *                default), each counted as its payload and key plus
+ *                default), each counted as its payload and key twice
+ *                (librdkafka's copy in the request that sends it) plus
  *                KAFKA_RECORD_OVERHEAD (320 bytes: librdkafka's message,
- *                the allocator's share, the output's slot), which
- *                librdkafka's own byte cap leaves out. With a disk
- *                buffer librdkafka holds half of it: the other half is
- *                for the copy kafka_keep_held makes of its records while
- *                they move to disk. queue.buffering.max.kbytes and
+ *                the allocator's share, the output's slot); librdkafka's
+ *                own byte cap counts the payload and key once. With a
+ *                disk buffer librdkafka holds half of it: the other half
+ *                is for the copy kafka_keep_held makes of its records
+ *                while they move to disk. queue.buffering.max.kbytes and
  *                .messages follow from it (as a backstop; the output
- *                stops handing records on first).
+ *                stops handing records on first). Compression's codec
+ *                adds its working memory per broker (zstd about 4 MiB).
  *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
  *                where records go once librdkafka holds memory_bytes (a
  *                broker outage); path defaults to state_dir/kafka-NAME.
