@@ -39,8 +39,9 @@
  *                stops handing records on first). Compression's codec
  *                adds its working memory per broker (zstd about 4 MiB).
  *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
- *                where records go once librdkafka holds memory_bytes (a
- *                broker outage); path defaults to state_dir/kafka-NAME.
+ *                where records go once librdkafka holds what memory_bytes
+ *                lets it (a broker outage); path defaults to
+ *                state_dir/kafka-NAME.
  *                One process at a time: a second one on the same path
  *                fails at the start, before its producer connects.
  *   max_bytes_per_second, max_messages_per_second
