@@ -91,11 +91,19 @@ typedef struct {
   bool tls_verify_client;
 } config_syslog;
 
+/* What a record librdkafka holds takes besides its payload and key
+ * (counted twice: output_kafka.c, cost): librdkafka's message
+ * (rd_kafka_msg_t, about 170 bytes in 2.0), the allocator's header and
+ * rounding, the output's slot for it (88), with room to spare.
+ * memory_bytes counts it for each record. */
+#define KAFKA_RECORD_OVERHEAD 320
+
 /* A kafka_output's settings (output_kafka.h says what each does). */
 typedef struct {
   char *topic, *key;     /* templates (record_template.h); key NULL: none */
   char **properties;     /* librdkafka's, checked: name, value, ..., NULL */
-  uint64_t memory_bytes; /* bytes of records librdkafka may hold */
+  uint64_t memory_bytes; /* what librdkafka's records may take, each
+                          counted as its bytes twice + KAFKA_RECORD_OVERHEAD */
   char *buffer_path;     /* the disk buffer's directory; NULL: none */
   uint64_t buffer_max_bytes, buffer_segment_bytes;
   uint64_t bytes_per_second, messages_per_second; /* caps; 0: none */

@@ -215,7 +215,7 @@ static int read_producer(plugin_ctx *c, config_kafka *k)
 {
   property_list pl = {NULL, 0, rdk.rd_kafka_conf_new()};
   bool idempotent = false;
-  char kbytes[32];
+  char kbytes[32], messages[32];
   int rc;
 
   k->memory_bytes = 16u << 20;
@@ -225,6 +225,11 @@ static int read_producer(plugin_ctx *c, config_kafka *k)
     return cfg_key_fail(c, "memory_bytes", "must be at least 1048576");
   snprintf(kbytes, sizeof kbytes, "%llu",
            (unsigned long long)(k->memory_bytes >> 10));
+  /* The output holds librdkafka to memory_bytes with each record's
+   * overhead counted (output_kafka.c: fits); librdkafka's own limits back
+   * that up: no more records than memory_bytes has room for. */
+  snprintf(messages, sizeof messages, "%llu",
+           (unsigned long long)(k->memory_bytes / KAFKA_RECORD_OVERHEAD));
   rc = add_property(c, &pl, "memory_bytes", "acks", "all") != 0 ||
        /* A broker outage is waited out (and buffered), not turned into
         * failed records after five minutes. */
@@ -232,7 +237,7 @@ static int read_producer(plugin_ctx *c, config_kafka *k)
        add_property(c, &pl, "memory_bytes", "queue.buffering.max.kbytes",
                     kbytes) != 0 ||
        add_property(c, &pl, "memory_bytes", "queue.buffering.max.messages",
-                    "10000000") != 0 ||
+                    messages) != 0 ||
        read_as_property(c, &pl, "brokers", "bootstrap.servers") != 0 ||
        read_as_property(c, &pl, "compression", "compression.codec") != 0 ||
        read_as_property(c, &pl, "acks", "acks") != 0 ||

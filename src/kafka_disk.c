@@ -236,8 +236,8 @@ bool kafka_spill_front(kafka_output *k, const output_record *r,
   case DQ_OK:
     output_take(k->o);
     if (!k->spill_logged) {
-      kafka_log_backlog(k, "librdkafka holds memory_bytes; records go to the disk "
-                  "buffer");
+      kafka_log_backlog(k, "librdkafka holds what memory_bytes lets it; records "
+                  "go to the disk buffer");
       k->spill_logged = true;
     }
     return true;

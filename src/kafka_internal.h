@@ -67,6 +67,7 @@ typedef struct kafka_output {
   bool direct_behind;       /* records went to disk behind them (they did
                                not fit there): they stay in librdkafka */
   uint64_t held_bytes;      /* their payloads and keys */
+  uint64_t budget;          /* what they may take (output_kafka.c: fits) */
   bool brokers_down;        /* librdkafka said every broker is, and no
                                record was delivered since */
   bool stopped;             /* fail() ran: the stop deadline, or a failure */

@@ -119,18 +119,41 @@ static rd_kafka_topic_t *topic_handle_for(kafka_output *k, const char *name,
   return t->rkt;
 }
 
+/* What records of so many bytes (payloads and keys) take in librdkafka:
+ * the bytes twice (its message, and the copy in the request that sends
+ * it, kept until the broker answers) and KAFKA_RECORD_OVERHEAD each. */
+static uint64_t cost(uint64_t bytes, uint64_t records)
+{
+  return 2 * bytes + records * KAFKA_RECORD_OVERHEAD;
+}
+
+/* Whether librdkafka may take a record of len bytes (routing head
+ * included: at least its payload and key) besides the pending ones
+ * readied for the same call: what it holds stays within k->budget.
+ * librdkafka counts only payloads and keys against
+ * queue.buffering.max.kbytes, so its own limit let its records take more
+ * than twice memory_bytes. One record always may, however large. */
+static bool fits(const kafka_output *k, uint64_t pending, size_t len)
+{
+  if (k->in_flight == 0 && pending == 0) return true;
+  return cost(k->held_bytes, k->in_flight) + pending + cost(len, 1) <=
+         k->budget;
+}
+
 /* Readies one record (routing head first) as m for
  * rd_kafka_produce_batch: its topic in m->rkt, its slot as its opaque, its
- * bytes spent from the rate caps. PRODUCED when ready, else why not. */
+ * bytes spent from the rate caps. pending: what the records readied before
+ * it for the same call count (fits). PRODUCED when ready, else why not. */
 static produce_result prepare(kafka_output *k, const output_record *r,
                               const char *bytes, size_t len, bool from_disk,
-                              uint64_t dq_id, rd_kafka_message_t *m,
-                              const char **why)
+                              uint64_t dq_id, uint64_t pending,
+                              rd_kafka_message_t *m, const char **why)
 {
   router_head h = {"", NULL, 0, 0};
   uint64_t wait_ms;
   slot *s;
 
+  if (!fits(k, pending, len)) return QUEUE_FULL;
   if (r->head && !router_head_parse(bytes, r->head, &h)) {
     *why = "the record's topic and key are unreadable";
     return REJECTED;
@@ -207,7 +230,7 @@ produce_result kafka_produce(kafka_output *k, const output_record *r,
                              uint64_t dq_id, const char **why)
 {
   rd_kafka_message_t m;
-  produce_result pr = prepare(k, r, bytes, len, from_disk, dq_id, &m, why);
+  produce_result pr = prepare(k, r, bytes, len, from_disk, dq_id, 0, &m, why);
 
   if (pr != PRODUCED) return pr;
   produce_batch(k, &m, 1);
@@ -249,6 +272,7 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
   rejected_record rej[PRODUCE_BATCH];
   buf rejected_bytes = {0};
   produce_result pr = PRODUCED;
+  uint64_t pending = 0;
   size_t n, nrej = 0;
 
   for (n = 0; n < PRODUCE_BATCH; n++) {
@@ -256,12 +280,13 @@ static produce_result produce_front(kafka_output *k, output_sink *o,
     size_t len;
     const output_record *r = output_peek(o, n, &bytes, &len);
     if (!r) break;
-    pr = prepare(k, r, bytes, len, false, 0, &m[n], why);
+    pr = prepare(k, r, bytes, len, false, 0, pending, &m[n], why);
     if (pr != PRODUCED) break;
     if (m[n].rkt != m[0].rkt) {
       unprepare(k, &m[n]);
       break;
     }
+    pending += cost(len, 1);
   }
   /* What stopped the batch concerns its first record only: the others
    * are produced first. */
@@ -791,6 +816,9 @@ int output_kafka_open(output_sink *o, uv_loop_t *loop, const char *name,
     return -1;
   }
   k->topic_len = strlen(k->topic);
+  /* With a disk buffer, half of memory_bytes is kept for the copy of
+   * librdkafka's records that kafka_keep_held makes in an outage. */
+  k->budget = buffer_dir ? cfg->memory_bytes / 2 : cfg->memory_bytes;
   k->wake_fds[0] = k->wake_fds[1] = -1;
   rate_cap_init(&k->cap, cfg->bytes_per_second, cfg->messages_per_second,
                 uv_hrtime());

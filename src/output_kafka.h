@@ -26,10 +26,22 @@
  *   properties   any librdkafka property, { ["linger.ms"] = 20 }: SASL,
  *                TLS, batching. They win over the keys above; librdkafka
  *                checks each when the config is loaded.
- *   memory_bytes what librdkafka may hold in memory (16 MiB by default).
+ *   memory_bytes what librdkafka's records may take in memory (16 MiB by
+ *                default), each counted as its payload and key twice
+ *                (librdkafka's copy in the request that sends it) plus
+ *                KAFKA_RECORD_OVERHEAD (320 bytes: librdkafka's message,
+ *                the allocator's share, the output's slot); librdkafka's
+ *                own byte cap counts the payload and key once. With a
+ *                disk buffer librdkafka holds half of it: the other half
+ *                is for the copy kafka_keep_held makes of its records
+ *                while they move to disk. queue.buffering.max.kbytes and
+ *                .messages follow from it (as a backstop; the output
+ *                stops handing records on first). Compression's codec
+ *                adds its working memory per broker (zstd about 4 MiB).
  *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
- *                where records go once librdkafka holds memory_bytes (a
- *                broker outage); path defaults to state_dir/kafka-NAME.
+ *                where records go once librdkafka holds what memory_bytes
+ *                lets it (a broker outage); path defaults to
+ *                state_dir/kafka-NAME.
  *                One process at a time: a second one on the same path
  *                fails at the start, before its producer connects.
  *   max_bytes_per_second, max_messages_per_second
@@ -47,7 +59,8 @@
  * for ever (message.timeout.ms = 0 unless set): an outage is waited out.
  *
  * Buffering. Records wait in the output's queue (its share of
- * memory_budget), then in librdkafka (memory_bytes), then, with a disk
+ * memory_budget), then in librdkafka (memory_bytes, the Kafka term of
+ * the README's memory formula), then, with a disk
  * buffer, in the disk buffer (disk_queue.h), in that order. Records go to
  * disk only while librdkafka holds none of its own (records not read from
  * the disk buffer): until their reports come, or every broker is down, the
