@@ -74,6 +74,9 @@ static const family input_families[] = {
    IN(message_late), SYSLOG},
   {"lumberjit_syslog_idle_closed_connections_total", "counter",
    "Connections closed for being idle.", IN(idle_closed), SYSLOG},
+  {"lumberjit_syslog_tls_failed_connections_total", "counter",
+   "TLS sessions that failed: a handshake refused, a certificate not "
+   "verified.", IN(tls_failed), SYSLOG},
   {"lumberjit_syslog_malformed_frames_total", "counter",
    "Frames that were no syslog frames.", IN(malformed), SYSLOG},
   {"lumberjit_syslog_dropped_datagrams_total", "counter",

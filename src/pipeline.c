@@ -595,8 +595,9 @@ static void log_summary(pipeline *pl)
     }
     log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
             "max_connections, %" PRIu64 " closed idle), %" PRIu64
-            " malformed frames", in->name, in->connections, in->refused,
-            in->idle_closed, in->malformed);
+            " malformed frames, %" PRIu64 " failed TLS sessions", in->name,
+            in->connections, in->refused, in->idle_closed, in->malformed,
+            in->tls_failed);
     log_msg("input '%s': connection slots: %" PRIu64 " refused over "
             "max_connections_per_address, %" PRIu64 " refused for want of "
             "a file descriptor, %" PRIu64 " silent closed to make room, "

@@ -283,6 +283,7 @@ static void syslog_stats(pl_input *pi, pipeline_input_stats *st)
   st->evicted = l->evicted.count;
   st->handshake_late = l->handshake_late.count;
   st->message_late = l->message_late.count;
+  st->tls_failed = l->tls_failed.count;
   st->idle_closed = l->idle_closed.count;
   st->malformed = l->malformed;
   st->dropped = l->dropped;
