@@ -37,7 +37,9 @@
 -- Lines carry their file's id and a sequence number; banner lines and
 -- copied lines repeat, so lines are counted as a multiset.
 --
--- TAIL_PROPERTY_SEED=N reruns a sequence; the seed is in every failure.
+-- The suite runs seeds 1000 to 1002, so that its result does not depend on
+-- the day it runs; TAIL_PROPERTY_SEED=N runs seed N (the seed is in every
+-- failure), e.g. TAIL_PROPERTY_SEED=$(date +%s) for new ones in a soak.
 local h = dofile("spec/e2e/tail_harness.lua")
 local run = h.run
 
@@ -282,7 +284,7 @@ local function sequence(seed, steps)
 end
 
 describe("tail_input file identity, as a property", function()
-  local seed = tonumber(os.getenv("TAIL_PROPERTY_SEED") or "") or os.time()
+  local seed = tonumber(os.getenv("TAIL_PROPERTY_SEED") or "") or 1000
   local count = os.getenv("TAIL_PROPERTY_SEED") and 1 or SEQUENCES
   for i = 0, count - 1 do
     it("delivers every line whole through random file operations and restarts (seed " .. seed + i .. ")", function()
