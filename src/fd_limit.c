@@ -27,6 +27,13 @@ uint64_t fd_limit_current(void)
   return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
 }
 
+uint64_t fd_limit_ceiling(void)
+{
+  uint64_t limit = fd_limit_current();
+
+  return limit > FD_LIMIT_RESERVED ? limit - FD_LIMIT_RESERVED : 0;
+}
+
 /* Descriptors open now, counted in /proc/self/fd (the directory's own
  * descriptor left out); 0 where there is no /proc. */
 static uint64_t fds_open(void)
@@ -42,16 +49,9 @@ static uint64_t fds_open(void)
 
 uint64_t fd_limit_budget(void)
 {
-  uint64_t limit = fd_limit_current(), used = fds_open() + FD_LIMIT_RESERVED;
+  uint64_t ceiling = fd_limit_ceiling(), open_now = fds_open();
 
-  return limit > used ? limit - used : 0;
-}
-
-bool fd_limit_within_budget(int fd)
-{
-  uint64_t limit = fd_limit_current();
-
-  return limit > FD_LIMIT_RESERVED && (uint64_t)fd < limit - FD_LIMIT_RESERVED;
+  return ceiling > open_now ? ceiling - open_now : 0;
 }
 
 bool fd_limit_exhausted(int err)

@@ -36,12 +36,10 @@ uint64_t fd_limit_current(void);
 /* How many descriptors inputs may hold in all: the soft limit less the
  * reserve and those open now (0 when none are left). */
 uint64_t fd_limit_budget(void);
-/* Whether a descriptor an input just got leaves the reserve free: open(2)
- * and accept(2) take the lowest free number, so one at or past the limit
- * less the reserve means fewer than FD_LIMIT_RESERVED are left; the input
- * then closes it and waits (a file) or refuses (a connection). O(1): for
- * every open and accept. */
-bool fd_limit_within_budget(int fd);
+/* The first descriptor number inputs must not hold: the soft limit less
+ * the reserve. open(2) and accept(2) take the lowest free number, so a
+ * descriptor at or past it means fewer than FD_LIMIT_RESERVED are left. */
+uint64_t fd_limit_ceiling(void);
 /* Whether an errno (or a negative libuv error) means out of descriptors. */
 bool fd_limit_exhausted(int err);
 

@@ -354,13 +354,12 @@ static int bind_and_listen(syslog_listener *l, const config_syslog *cfg)
 int syslog_accept_listen(syslog_listener *l, const config_syslog *cfg,
                          char *why, size_t len)
 {
-  uint64_t limit = fd_limit_current();
   int rc;
 
   if (l->transport == SYSLOG_UNIX_STREAM &&
       syslog_clear_socket_path(l->path, SOCK_STREAM, why, len) != 0)
     return -1;
-  l->fd_ceiling = limit > FD_LIMIT_RESERVED ? limit - FD_LIMIT_RESERVED : 0;
+  l->fd_ceiling = fd_limit_ceiling();
   uv_timer_init(loop_of(l), &l->fd_retry);
   l->fd_retry.data = l;
   l->fd_retry_open = true;
