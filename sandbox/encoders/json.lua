@@ -18,7 +18,7 @@
 -- infinities as null. No settings.
 --
 -- The object is written by the sandbox's inject_message_json, in C
--- (src/json_message.c): in Lua each header and field became a Lua string,
+-- (src/runtime/json_message.c): in Lua each header and field became a Lua string,
 -- interned and later swept, only to be copied into the output.
 -- spec/modules/json_reference.lua is the same in Lua, the reference the
 -- specs hold the C writer to.

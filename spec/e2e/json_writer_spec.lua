@@ -1,4 +1,4 @@
--- The JSON encoder's C writer (src/json_message.c, the sandbox's
+-- The JSON encoder's C writer (src/runtime/json_message.c, the sandbox's
 -- inject_message_json) against its Lua reference
 -- (spec/modules/json_reference.lua): the same decoder runs in the binary
 -- and in the plugin harness on the same lines, and every line the binary

@@ -1,4 +1,4 @@
--- The metrics file (src/metrics.h): Prometheus's text format, rewritten
+-- The metrics file (src/pipeline/metrics.h): Prometheus's text format, rewritten
 -- while lumberjit runs and once more at exit, with what each input read
 -- and what each output delivered and holds. (A Kafka output's backlog in
 -- it: kafka_faults_spec.)
