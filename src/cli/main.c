@@ -22,8 +22,10 @@
 
 #include "config.h"
 #include "fd_limit.h"
+#include "help.h"
 #include "log.h"
 #include "pipeline.h"
+#include "registry.h"
 #include "signals.h"
 #include "try.h"
 #include "version.h"
@@ -43,7 +45,8 @@ static const char usage[] =
   "      --encode ENCODER  with --try: also print each message as ENCODER writes it\n"
   "      --watch        with --try: run again whenever FILE, a plugin's file or a\n"
   "                     SAMPLE changes, until Ctrl-C\n"
-  "  -h, --help         show this help\n"
+  "  -h, --help [TYPE]  show this help, or the keys of plugin type TYPE\n"
+  "      --markdown     with --help TYPE: as a Markdown table\n"
   "  -V, --version      show the version\n"
   "\n"
   "Exit status: 0 when every record read was written or dead-lettered, the\n"
@@ -66,12 +69,12 @@ static int check_stdio(const config *cfg, const bool closed[3])
 {
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
-    if ((p->type == INPUT_STDIN && closed[0]) ||
-        (p->type == OUTPUT_STDOUT && closed[1])) {
+    bool reads = p->type->flags & PLUGIN_STDIN;
+    if ((reads && closed[0]) ||
+        ((p->type->flags & PLUGIN_STDOUT) && closed[1])) {
       fprintf(stderr, "lumberjit: %s:%d: %s '%s' uses standard %s, which "
-              "is closed\n", cfg->file, p->line,
-              p->type == INPUT_STDIN ? "input" : "output", p->name,
-              p->type == INPUT_STDIN ? "input" : "output");
+              "is closed\n", cfg->file, p->line, reads ? "input" : "output",
+              p->name, reads ? "input" : "output");
       return -1;
     }
   }
@@ -96,12 +99,13 @@ int main(int argc, char **argv)
     {"encode", required_argument, NULL, 'e'},
     {"watch", no_argument, NULL, 'w'},
     {"help", no_argument, NULL, 'h'},
+    {"markdown", no_argument, NULL, 'm'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0}
   };
   const char *file = NULL;
   try_options try = {0};
-  int check = 0, opt, status;
+  int check = 0, help = 0, markdown = 0, opt, status;
   char err[2048];
   bool closed[3];
   config cfg;
@@ -120,10 +124,24 @@ int main(int argc, char **argv)
     case 't': try.decoder = optarg; break;
     case 'e': try.encoder = optarg; break;
     case 'w': try.watch = true; break;
-    case 'h': fputs(usage, stdout); return 0;
+    case 'h': help = 1; break;
+    case 'm': markdown = 1; break;
     case 'V': version_print(stdout); return 0;
     default: fputs(usage, stderr); return 2;
     }
+  }
+  /* --help, or --help TYPE. */
+  if (help && optind + 1 >= argc && !file && !check && !try.decoder) {
+    if (optind == argc && !markdown) {
+      help_usage(usage, stdout);
+      return 0;
+    }
+    if (optind + 1 == argc)
+      return help_type(argv[optind], markdown, stdout) == 0 ? 0 : 2;
+  }
+  if (help || markdown) {
+    fputs(usage, stderr);
+    return 2;
   }
   /* Sample operands, --encode and --watch belong to --try. */
   if (!file || (!try.decoder && (optind != argc || try.encoder || try.watch)) ||
@@ -138,7 +156,7 @@ int main(int argc, char **argv)
     status = try_run(&try);
     return finish(status);
   }
-  if (config_load(file, &cfg, err, sizeof err) != 0) {
+  if (config_load(file, registry_types, &cfg, err, sizeof err) != 0) {
     fprintf(stderr, "lumberjit: %s\n", err);
     return 1;
   }

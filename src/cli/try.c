@@ -23,6 +23,7 @@
 #include "log.h"
 #include "message_text.h"
 #include "pipeline.h"
+#include "registry.h"
 #include "signals.h"
 #include "try_internal.h"
 
@@ -295,7 +296,8 @@ int try_once(const try_options *o, const buf *stdin_copy, plugin_files *pf)
   config cfg;
   int status = 1;
 
-  if (config_load_plugins(o->config_path, &cfg, err, sizeof err) != 0) {
+  if (config_load_plugins(o->config_path, registry_types, &cfg, err,
+                          sizeof err) != 0) {
     fprintf(stderr, "lumberjit: %s\n", err);
     return 1;
   }

@@ -34,60 +34,68 @@
 #define CONFIG_MEMORY_SLACK (1u << 20) /* to raise the memory-limit error */
 #define CONFIG_MAX_SIZE (1u << 20)
 
-static const char *const global_keys[] = {
-  "dead_letter_path", "dead_letter_max_bytes", "dead_letter_keep",
-  "dead_letter_output", "watchdog_interval_ms", "stop_timeout_ms",
-  "state_dir", "checkpoint_interval_ms", "memory_budget", "workers",
-  "metrics_path", "metrics_interval_ms", "stats_interval_ms", NULL
+#define G(field) offsetof(config, field)
+
+static int read_workers(plugin_ctx *c, void *settings)
+{
+  config *cfg = settings;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  uint64_t n = cores > 0 ? (uint64_t)cores : 1;
+
+  if (cfg_read_count(c, "workers", 256, &n) != 0) return -1;
+  if (n < 1) return cfg_key_fail(c, "workers", "must be at least 1");
+  cfg->workers = (size_t)n;
+  return 0;
+}
+
+static const config_key global_keys[] = {
+  {"dead_letter_path", KEY_STRING, G(dead_letter_path), "dead-letter.log",
+   .help = "the file records that could not be delivered go to, each with "
+           "its reason"},
+  {"dead_letter_max_bytes", KEY_COUNT, G(dead_letter_max_bytes), "67108864",
+   0, 1e15, .help = "its size cap: rotated past it (0: none)"},
+  {"dead_letter_keep", KEY_COUNT, G(dead_letter_keep), "3", 0, 1000,
+   .help = "rotated dead-letter files kept under the cap"},
+  {"dead_letter_output", KEY_STRING, G(dead_letter_output),
+   .help = "an output that takes the dead letters instead of the file"},
+  {"watchdog_interval_ms", KEY_COUNT, G(watchdog_interval_ms), "10", 1, 1000,
+   .help = "how often the sandboxes' CPU and instruction limits are checked"},
+  {"stop_timeout_ms", KEY_COUNT, G(stop_timeout_ms), "5000", 0, 3600000,
+   .help = "after a stop signal, how long outputs may take to drain"},
+  {"state_dir", KEY_STRING, G(state_dir),
+   .help = "where checkpoints and disk buffers live (made 0700)"},
+  {"checkpoint_interval_ms", KEY_COUNT, G(checkpoint_interval_ms), "1000", 1,
+   3600000, .help = "how often checkpoints are saved"},
+  {"memory_budget", KEY_COUNT, G(memory_budget), "33554432", 1u << 20, 1e12,
+   .help = "bytes the records in memory may take in all"},
+  {"workers", KEY_CUSTOM, 0, .read = read_workers, .value = "number, 1 to 256",
+   .help = "threads running decoders and encoders (default: the cores)"},
+  {"metrics_path", KEY_STRING, G(metrics_path),
+   .help = "a file rewritten with the metrics in Prometheus's text format"},
+  {"metrics_interval_ms", KEY_COUNT, G(metrics_interval_ms), "10000", 100,
+   3600000, .help = "how often the metrics file is rewritten"},
+  {"stats_interval_ms", KEY_COUNT, G(stats_interval_ms), "0", 0, 3600000,
+   .help = "how often the log gets the run's figures (0: only at exit; else "
+           "at least 100)"},
+  {NULL}
 };
 
+const plugin_type config_global_settings = {
+  .name = "lumberjit", .summary = "the global settings, in a table named "
+  "lumberjit", .keys = global_keys,
+};
+
+/* The global settings: from the `lumberjit` table on top of the stack, or
+ * an empty one for the defaults. */
 static int read_globals(loader *ld, config *cfg, int line)
 {
   config_plugin g = {.name = "lumberjit", .line = line};
   plugin_ctx c = {ld, &g, NULL};
-  uint64_t v = cfg->watchdog_interval_ms, stop = cfg->stop_timeout_ms;
-  uint64_t ckpt = cfg->checkpoint_interval_ms, workers = cfg->workers;
-  uint64_t metrics_ms = cfg->metrics_interval_ms, stats_ms = 0;
-  uint64_t keep = cfg->dead_letter_keep;
-  char *dl_path = NULL;
 
   ld->globals_line = line;
-  if (cfg_check_keys(&c, global_keys, false) != 0 ||
-      cfg_read_string(&c, "dead_letter_path", false, &dl_path) != 0 ||
-      cfg_read_string(&c, "dead_letter_output", false, &cfg->dead_letter_output) != 0 ||
-      cfg_read_count(&c, "watchdog_interval_ms", 1000, &v) != 0 ||
-      cfg_read_count(&c, "stop_timeout_ms", 3600000, &stop) != 0 ||
-      cfg_read_string(&c, "state_dir", false, &cfg->state_dir) != 0 ||
-      cfg_read_count(&c, "checkpoint_interval_ms", 3600000, &ckpt) != 0 ||
-      cfg_read_count(&c, "memory_budget", 1e12, &cfg->memory_budget) != 0 ||
-      cfg_read_count(&c, "workers", 256, &workers) != 0 ||
-      cfg_read_string(&c, "metrics_path", false, &cfg->metrics_path) != 0 ||
-      cfg_read_count(&c, "metrics_interval_ms", 3600000, &metrics_ms) != 0 ||
-      cfg_read_count(&c, "stats_interval_ms", 3600000, &stats_ms) != 0 ||
-      cfg_read_count(&c, "dead_letter_max_bytes", 1e15,
-                     &cfg->dead_letter_max_bytes) != 0 ||
-      cfg_read_count(&c, "dead_letter_keep", 1000, &keep) != 0)
-    return -1;
-  cfg->dead_letter_keep = (unsigned)keep;
-  if (stats_ms && stats_ms < 100)
+  if (cfg_read_keys(&c, global_keys, cfg) != 0) return -1;
+  if (cfg->stats_interval_ms && cfg->stats_interval_ms < 100)
     return cfg_key_fail(&c, "stats_interval_ms", "must be 0 (none) or at least 100");
-  cfg->stats_interval_ms = (unsigned)stats_ms;
-  if (metrics_ms < 100)
-    return cfg_key_fail(&c, "metrics_interval_ms", "must be at least 100");
-  cfg->metrics_interval_ms = (unsigned)metrics_ms;
-  if (workers < 1) return cfg_key_fail(&c, "workers", "must be at least 1");
-  cfg->workers = (size_t)workers;
-  if (cfg->memory_budget < (1u << 20))
-    return cfg_key_fail(&c, "memory_budget", "must be at least 1 MiB (1048576)");
-  if (ckpt < 1) return cfg_key_fail(&c, "checkpoint_interval_ms", "must be at least 1");
-  cfg->stop_timeout_ms = (unsigned)stop;
-  cfg->checkpoint_interval_ms = (unsigned)ckpt;
-  if (v < 1) return cfg_key_fail(&c, "watchdog_interval_ms", "must be at least 1");
-  cfg->watchdog_interval_ms = (unsigned)v;
-  if (dl_path) {
-    free(cfg->dead_letter_path);
-    cfg->dead_letter_path = dl_path;
-  }
   return 0;
 }
 
@@ -109,20 +117,17 @@ static int check_references(loader *ld, const config *cfg)
 
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
+    plugin_ctx c = {ld, p, p->type->name};
     /* Two readers of one stream would each take a part of its lines. */
-    if (p->type == INPUT_STDIN && stdin_reader)
+    if ((p->type->flags & PLUGIN_STDIN) && stdin_reader)
       return cfg_fail(ld, p->line, "input '%s': standard input is read by "
                       "input '%s' already: one stdin_input at most", p->name,
                       stdin_reader->name);
-    if (p->type == INPUT_STDIN) stdin_reader = p;
+    if (p->type->flags & PLUGIN_STDIN) stdin_reader = p;
     if (check_ref(ld, cfg, p, "decoder", p->decoder, PLUGIN_DECODER) != 0 ||
         check_ref(ld, cfg, p, "encoder", p->encoder, PLUGIN_ENCODER) != 0)
       return -1;
-    if (p->type == OUTPUT_KAFKA && p->kafka.buffer_max_bytes &&
-        !p->kafka.buffer_path && !cfg->state_dir)
-      return cfg_fail(ld, cfg_key_line(ld->text, "disk_buffer", p->line),
-                      "output '%s': key 'disk_buffer' needs a path, or "
-                      "lumberjit.state_dir to keep it in", p->name);
+    if (p->type->check && p->type->check(&c, cfg, p) != 0) return -1;
     has_input |= p->role == PLUGIN_INPUT;
     has_output |= p->role == PLUGIN_OUTPUT;
   }
@@ -137,11 +142,11 @@ static int check_references(loader *ld, const config *cfg)
                   "global settings 'lumberjit': key 'dead_letter_output' "
                   "names '%s', which is not an output in this file",
                   cfg->dead_letter_output);
-    if (dl->type == OUTPUT_KAFKA)
+    if (dl->type->flags & PLUGIN_NO_DEAD_LETTERS)
       return cfg_fail(ld, cfg_key_line(ld->text, "dead_letter_output", 1),
                   "global settings 'lumberjit': key 'dead_letter_output' "
-                  "names kafka_output '%s': dead letters go to a file or "
-                  "standard output", cfg->dead_letter_output);
+                  "names %s '%s': dead letters go to a file or "
+                  "standard output", dl->type->name, cfg->dead_letter_output);
   }
   return 0;
 }
@@ -280,7 +285,7 @@ static int read_file_globals(loader *ld, config *cfg, int base_table)
   while (lua_next(L, LUA_GLOBALSINDEX)) {
     const char *name;
     int line;
-    const plugin_type_info *ti = NULL;
+    const plugin_type *ti = NULL;
     config_plugin *p;
 
     lua_pushvalue(L, -2);
@@ -302,11 +307,14 @@ static int read_file_globals(loader *ld, config *cfg, int base_table)
       continue;
     }
     cfg_get_key(L, "type");
-    if (lua_type(L, -1) == LUA_TSTRING) ti = config_find_type(lua_tostring(L, -1));
+    if (lua_type(L, -1) == LUA_TSTRING)
+      ti = config_type_find(ld->types, lua_tostring(L, -1));
     if (!ti) {
       int kline = cfg_key_line(ld->text, "type", line);
-      char names[256];
-      config_type_names(names, sizeof names);
+      char names[512] = "";
+      for (const plugin_type *const *t = ld->types; *t; t++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                 t == ld->types ? "" : ", ", (*t)->name);
       return cfg_fail(ld, lua_isnil(L, -1) ? line : kline,
                       "plugin '%s': key 'type' %s (one of %s)", name,
                       lua_isnil(L, -1) ? "is required" : "is unknown", names);
@@ -412,9 +420,13 @@ static int evaluate(loader *ld, config *cfg, size_t len)
   ld->mem_enforce = false;
   lua_sethook(L, NULL, 0, 0);
   lua_pop(L, 1);
-  if (read_file_globals(ld, cfg, base_table) != 0 ||
-      check_references(ld, cfg) != 0)
-    return -1;
+  if (read_file_globals(ld, cfg, base_table) != 0) return -1;
+  if (!ld->globals_line) { /* no lumberjit table: the defaults */
+    lua_newtable(L);
+    if (read_globals(ld, cfg, 0) != 0) return -1;
+    lua_pop(L, 1);
+  }
+  if (check_references(ld, cfg) != 0) return -1;
   return config_check_files(ld, cfg);
 }
 
@@ -447,32 +459,20 @@ static int read_source(loader *ld, size_t *len)
   return n < 0 ? -1 : 0;
 }
 
-static int load(const char *path, config *cfg, bool plugins_only, char *err,
-                size_t errlen)
+static int load(const char *path, const plugin_type *const *types,
+                config *cfg, bool plugins_only, char *err, size_t errlen)
 {
   loader ld = {.file = path, .err = err, .errlen = errlen,
-               .plugins_only = plugins_only};
+               .plugins_only = plugins_only, .types = types};
   const char *slash = strrchr(path, '/');
   size_t len;
   int rc;
 
   memset(cfg, 0, sizeof *cfg);
   cfg->file = strdup(path);
-  cfg->dead_letter_path = strdup("dead-letter.log");
-  cfg->watchdog_interval_ms = 10;
-  cfg->stop_timeout_ms = 5000;
-  cfg->checkpoint_interval_ms = 1000;
-  cfg->memory_budget = 32u << 20;
-  cfg->dead_letter_max_bytes = 64u << 20;
-  cfg->dead_letter_keep = 3;
-  cfg->metrics_interval_ms = 10000;
-  {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    cfg->workers = cores > 0 ? (size_t)cores : 1;
-  }
   ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
   ld.text = malloc(CONFIG_MAX_SIZE + 1);
-  if (!cfg->file || !cfg->dead_letter_path || !ld.dir || !ld.text) {
+  if (!cfg->file || !ld.dir || !ld.text) {
     rc = cfg_fail(&ld, 0, "out of memory");
   } else if (read_source(&ld, &len) != 0) {
     rc = -1;
@@ -491,51 +491,35 @@ static int load(const char *path, config *cfg, bool plugins_only, char *err,
   return rc;
 }
 
-int config_load(const char *path, config *cfg, char *err, size_t errlen)
+int config_load(const char *path, const plugin_type *const *types,
+                config *cfg, char *err, size_t errlen)
 {
-  return load(path, cfg, false, err, errlen);
+  return load(path, types, cfg, false, err, errlen);
 }
 
-int config_load_plugins(const char *path, config *cfg, char *err,
-                        size_t errlen)
+int config_load_plugins(const char *path, const plugin_type *const *types,
+                        config *cfg, char *err, size_t errlen)
 {
-  return load(path, cfg, true, err, errlen);
+  return load(path, types, cfg, true, err, errlen);
+}
+
+const plugin_type *config_type_find(const plugin_type *const *types,
+                                    const char *name)
+{
+  for (; *types; types++)
+    if (strcmp((*types)->name, name) == 0) return *types;
+  return NULL;
 }
 
 void config_free(config *cfg)
 {
   for (size_t i = 0; i < cfg->nplugins; i++) {
-    config_plugin *p = &cfg->plugins[i];
-    free(p->name);
-    free(p->path);
-    free(p->decoder);
-    free(p->filename);
-    free(p->settings);
-    free(p->module_dirs);
-    free(p->encoder);
-    free(p->message_matcher);
-    config_list_free(p->tail.paths);
-    config_list_free(p->tail.exclude);
-    free(p->tail.path_field);
-    free(p->tail.join.pattern);
-    free(p->syslog.address);
-    free(p->syslog.path);
-    free(p->syslog.sender_field);
-    free(p->syslog.listener_field);
-    free(p->syslog.tls_cert);
-    free(p->syslog.tls_key);
-    free(p->syslog.tls_ca);
-    free(p->kafka.topic);
-    free(p->kafka.key);
-    config_list_free(p->kafka.properties);
-    free(p->kafka.buffer_path);
+    config_free_plugin(&cfg->plugins[i]);
+    free(cfg->plugins[i].name);
   }
   free(cfg->plugins);
   free(cfg->file);
-  free(cfg->dead_letter_path);
-  free(cfg->dead_letter_output);
-  free(cfg->state_dir);
-  free(cfg->metrics_path);
+  cfg_free_keys(global_keys, cfg);
   memset(cfg, 0, sizeof *cfg);
 }
 

@@ -97,15 +97,15 @@ static int check_one_writer(loader *ld, const written_file *w, size_t nw)
   return 0;
 }
 
-static int check_read(loader *ld, const config_plugin *p, int line,
-                      struct stat *st)
+static int check_read(loader *ld, const config_plugin *p, const char *path,
+                      int line, struct stat *st)
 {
-  if (stat(p->path, st) != 0)
+  if (stat(path, st) != 0)
     return cfg_fail(ld, line, "input '%s': cannot open %s: %s (key 'path')",
-                p->name, p->path, strerror(errno));
+                p->name, path, strerror(errno));
   if (S_ISDIR(st->st_mode))
     return cfg_fail(ld, line, "input '%s': cannot read %s: it is a directory "
-                "(key 'path')", p->name, p->path);
+                "(key 'path')", p->name, path);
   return 0;
 }
 
@@ -145,12 +145,12 @@ int config_check_files(loader *ld, const config *cfg)
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
     char who[256];
-    if (p->type != OUTPUT_FILE) continue;
+    if (!p->type->writes_file) continue;
     snprintf(w[nw].what, sizeof w[nw].what, "the file output '%s' writes",
              p->name);
     snprintf(who, sizeof who, "output '%s'", p->name);
     snprintf(w[nw].writer, sizeof w[nw].writer, "%s", who);
-    w[nw].path = p->path;
+    w[nw].path = p->type->writes_file(p);
     w[nw].line = cfg_key_line(ld->text, "path", p->line);
     rc = check_written(ld, who, "path", w[nw].line, &w[nw]);
     nw++;
@@ -170,14 +170,16 @@ int config_check_files(loader *ld, const config *cfg)
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
     int line = cfg_key_line(ld->text, "path", p->line);
+    const char *path;
     struct stat st;
-    if (p->type != INPUT_FILE) continue;
-    rc = check_read(ld, p, line, &st);
+    if (!p->type->reads_file) continue;
+    path = p->type->reads_file(p);
+    rc = check_read(ld, p, path, line, &st);
     for (size_t j = 0; j < nw && rc == 0; j++)
       if (w[j].exists && !S_ISCHR(st.st_mode) && st.st_dev == w[j].st.st_dev &&
           st.st_ino == w[j].st.st_ino)
         rc = cfg_fail(ld, line, "input '%s' reads %s ('%s' and '%s' are one file)",
-                  p->name, w[j].what, p->path, w[j].path);
+                  p->name, w[j].what, path, w[j].path);
   }
   free(w);
   return rc;

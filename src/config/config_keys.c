@@ -80,6 +80,19 @@ int cfg_key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
               "%s: key '%s' %s", table_label(c, label, sizeof label), key, what);
 }
 
+int cfg_table_fail(plugin_ctx *c, const char *what)
+{
+  char label[256];
+
+  return cfg_fail(c->ld, c->p->line, "%s: %s",
+                  table_label(c, label, sizeof label), what);
+}
+
+lua_State *cfg_lua(plugin_ctx *c)
+{
+  return c->ld->L;
+}
+
 /* Pushes t[key] without metamethods (a config's metatable must not run
  * outside the protected evaluation); returns its Lua type. */
 int cfg_get_key(lua_State *L, const char *key)
@@ -178,75 +191,6 @@ int cfg_read_bool(plugin_ctx *c, const char *key, bool *out)
   lua_pop(L, 1);
   return rc;
 }
-
-static size_t edit_distance(const char *a, const char *b)
-{
-  size_t la = strlen(a), lb = strlen(b), row[64];
-
-  if (lb >= 64 || la >= 64) return 64;
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
-static bool in_list(const char *const *list, const char *key)
-{
-  for (; *list; list++)
-    if (strcmp(*list, key) == 0) return true;
-  return false;
-}
-
-/* Checks every key of the table on top of the stack against `known`. With
- * open_ended, unknown keys are allowed unless they look like a typo. */
-int cfg_check_keys(plugin_ctx *c, const char *const *known, bool open_ended)
-{
-  lua_State *L = c->ld->L;
-
-  lua_pushnil(L);
-  while (lua_next(L, -2)) {
-    const char *key;
-    lua_pop(L, 1);
-    if (lua_type(L, -1) != LUA_TSTRING) {
-      char label[256];
-      if (open_ended) continue;
-      lua_pop(L, 1);
-      return cfg_fail(c->ld, c->p->line, "%s: keys must be names",
-                  table_label(c, label, sizeof label));
-    }
-    key = lua_tostring(L, -1);
-    if (!in_list(known, key)) {
-      for (const char *const *k = known; *k; k++)
-        if (edit_distance(key, *k) <= 2) {
-          int rc = cfg_key_fail(c, key, "is unknown (did you mean '%s'?)", *k);
-          lua_pop(L, 1);
-          return rc;
-        }
-      if (!open_ended) {
-        char names[512] = "";
-        int rc;
-        for (const char *const *k = known; *k; k++)
-          snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-                   k == known ? "" : ", ", *k);
-        rc = cfg_key_fail(c, key, "is unknown (known: %s)", names);
-        lua_pop(L, 1);
-        return rc;
-      }
-    }
-  }
-  return 0;
-}
-
 
 const char *cfg_file_kind(mode_t mode)
 {

@@ -19,7 +19,7 @@ typedef struct pipeline pipeline;
 
 /* The counters, as pipeline_snapshot reads them: the summary at exit and
  * the metrics file (metrics.h). */
-typedef struct {
+typedef struct pipeline_input_stats {
   const char *name;
   uint64_t records, overlong, truncated, dead;
   /* Messages its decoder made of its records (without a decoder, one a

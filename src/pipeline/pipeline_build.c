@@ -15,16 +15,11 @@
 #include <unistd.h>
 
 #include "fd_limit.h"
-#include "generator_input.h"
 #include "heap.h"
 #include "log.h"
-#include "output_kafka.h"
 #include "pipeline_internal.h"
-#include "syslog_input.h"
-#include "tail.h"
 
-/* A copy of s that lives as long as the pipeline; NULL stays NULL. */
-static const char *keep(pipeline *pl, const char *s)
+const char *pipeline_keep(pipeline *pl, const char *s)
 {
   char **k, *copy;
 
@@ -37,6 +32,22 @@ static const char *keep(pipeline *pl, const char *s)
     return NULL;
   }
   return pl->kept[pl->nkept++] = copy;
+}
+
+void **pipeline_kind_state(pipeline *pl, const input_kind *kind)
+{
+  size_t i;
+
+  for (i = 0; i < pl->nkind_states; i++)
+    if (pl->kind_states[i].kind == kind) return &pl->kind_states[i].state;
+  /* Room for one a kind: at most one a plugin. */
+  if (!pl->kind_states &&
+      !(pl->kind_states = calloc(pl->ninputs_max, sizeof *pl->kind_states)))
+    return NULL;
+  pl->kind_states[i].kind = kind;
+  pl->kind_states[i].state = NULL;
+  pl->nkind_states++;
+  return &pl->kind_states[i].state;
 }
 
 uint64_t pipeline_call_output_max(const config *cfg)
@@ -54,7 +65,7 @@ sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
                                                 : SANDBOX_ENCODER;
   sandbox_config sc = {
     .name = p->name, .filename = p->filename, .kind = kind,
-    .settings = p->settings, .module_dirs = p->module_dirs,
+    .settings = p->lua_settings, .module_dirs = p->module_dirs,
     .limits = p->limits, .log = log, .log_ud = log_ud
   };
   uint64_t most = pipeline_call_output_max(cfg);
@@ -71,23 +82,6 @@ sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
   return sb;
 }
 
-/* A kafka_output, with its disk buffer in its path or in state_dir. */
-static int open_kafka(pipeline *pl, pl_output *o, char *err, size_t errlen)
-{
-  const config_kafka *k = &o->cfg->kafka;
-  char dir[4096];
-  const char *buffer = NULL;
-
-  if (k->buffer_max_bytes && k->buffer_path) {
-    buffer = k->buffer_path;
-  } else if (k->buffer_max_bytes) { /* config.c made sure of state_dir */
-    snprintf(dir, sizeof dir, "%s/kafka-%s", pl->cfg->state_dir, o->name);
-    buffer = dir;
-  }
-  return output_kafka_open(&o->sink, pl->loop, o->label, k, buffer,
-                           pipeline_sink_events(pl), err, errlen);
-}
-
 static int build_outputs(pipeline *pl, char *err, size_t errlen)
 {
   const config *cfg = pl->cfg;
@@ -99,7 +93,7 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
     if (p->role != PLUGIN_OUTPUT) continue;
     o = &pl->outputs[pl->noutputs++];
     o->cfg = p;
-    o->name = keep(pl, p->name);
+    o->name = pipeline_keep(pl, p->name);
     o->newline = p->newline;
     o->label = malloc(strlen(p->name) + sizeof "output ''");
     if (!o->name || !o->label) {
@@ -107,35 +101,14 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
       return -1;
     }
     sprintf(o->label, "output '%s'", p->name);
-    if (p->type == OUTPUT_KAFKA ? open_kafka(pl, o, why, sizeof why) != 0
-        : output_open(&o->sink, pl->loop, o->label,
-                      p->type == OUTPUT_FILE ? p->path : NULL, p->flush_bytes,
-                      p->newline, pipeline_sink_events(pl), why,
-                      sizeof why) != 0) {
+    output_host h = {pl->loop, o->label, pipeline_sink_events(pl),
+                     cfg->state_dir};
+    if (p->type->output->open(&o->sink, &h, p, why, sizeof why) != 0) {
       snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
                p->name, why);
       return -1;
     }
   }
-  return 0;
-}
-
-/* A Kafka output's topic and key templates (checked when the config was
- * loaded). */
-static int build_routing(const config *cfg, const config_plugin *p,
-                         router_output *ro, char *err, size_t errlen)
-{
-  char why[256];
-
-  ro->topic = record_template_compile(p->kafka.topic, why, sizeof why);
-  if (ro->topic && p->kafka.key)
-    ro->key = record_template_compile(p->kafka.key, why, sizeof why);
-  if (!ro->topic || (p->kafka.key && !ro->key)) {
-    snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
-             p->name, why);
-    return -1;
-  }
-  ro->topic_static = record_template_is_static(ro->topic);
   return 0;
 }
 
@@ -157,7 +130,7 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
     router_output *ro = &w->outputs[i];
     char why[256];
     *ro = (router_output){.name = pl->outputs[i].name,
-                          .encoder_name = keep(pl, p->encoder),
+                          .encoder_name = pipeline_keep(pl, p->encoder),
                           .newline = p->newline};
     if (cfg->dead_letter_output && strcmp(p->name, cfg->dead_letter_output) == 0)
       w->dl_output = i;
@@ -173,8 +146,12 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
           log_sandbox_line, NULL, err, errlen);
       if (!ro->encoder) return -1;
     }
-    if (p->type == OUTPUT_KAFKA && build_routing(cfg, p, ro, err, errlen) != 0)
+    if (p->type->output->route &&
+        p->type->output->route(p, ro, why, sizeof why) != 0) {
+      snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
+               p->name, why);
       return -1;
+    }
   }
   for (size_t i = 0; i < w->ninputs; i++) {
     router_input *ri = w->inputs[i];
@@ -315,125 +292,21 @@ void pipeline_source_free(pl_source *src)
   free_source(src);
 }
 
-/* A file input's one source, starting where its checkpoint says. */
-static int resume_file(pl_input *pi, pl_source *src, const config *cfg,
-                       const config_plugin *p, char *err, size_t errlen)
-{
-  struct stat sb;
-  uint64_t offset;
-  bool known;
-  int fd;
-
-  /* Only regular files have offsets to resume at; stat never blocks on a
-   * FIFO, as open could. */
-  if (stat(p->path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
-  fd = open(p->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0 || fstat(fd, &sb) != 0) {
-    snprintf(err, errlen, "%s:%d: input '%s': cannot open %s: %s", cfg->file,
-             p->line, p->name, p->path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  src->in.fd = fd;
-  src->ckpt = checkpoint_track(&pi->pl->store, pi->name, p->path, fd, &sb,
-                               &offset, &known);
-  if (!src->ckpt) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  if (offset > 0)
-    log_msg("input '%s': resuming %s at offset %" PRIu64 " (%s)", p->name,
-            p->path, offset, pi->pl->store.state_file);
-  src->in.read_offset = src->in.done_offset = offset;
-  /* A stop inside a line leaves it to the resumed run (input.h). */
-  src->in.hold_partial = pi->pl->store.state_file != NULL;
-  return 0;
-}
-
-/* ---- stdin_input and file_input: one source, read to its end ---- */
-
-/* Reads of an eighth of memory_budget, from 64 KiB to 1 MiB: two of them
- * at the worker (MAX_JOBS_IN_FLIGHT) fit in its quarter for the workers. */
-static size_t reader_buffer_size(uint64_t memory_budget)
-{
-  uint64_t size = memory_budget / 8;
-
-  return (size_t)(size < (64u << 10) ? (64u << 10)
-                  : size > (1u << 20) ? (1u << 20) : size);
-}
-
-static int build_reader(pl_input *pi, const config_plugin *p, char *err,
-                        size_t errlen)
-{
-  pl_source *src = pipeline_source_new(pi);
-
-  if (!src) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  src->in.readbuf_size = reader_buffer_size(pi->pl->cfg->memory_budget);
-  if (p->type != INPUT_FILE) return 0;
-  src->in.path = keep(pi->pl, p->path);
-  if (!src->in.path) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  return resume_file(pi, src, pi->pl->cfg, p, err, errlen);
-}
-
-static int start_reader(pl_input *pi, char *err, size_t errlen)
-{
-  return input_start(&pi->sources->in, pi->pl->loop, err, errlen);
-}
-
-static void stop_reader(pl_input *pi)
-{
-  if (pi->sources) input_stop(&pi->sources->in);
-}
-
-static void reader_finished(pl_input *pi, pl_source *src)
-{
-  (void)src;
-  pipeline_input_done(pi);
-}
-
-static const input_kind reader_kind = {
-  build_reader, start_reader, stop_reader, reader_finished, NULL, NULL, NULL,
-  NULL
-};
-
-/* The pipeline's part of each input type (config_plugins.c has the
- * config's part). */
-static const struct {
-  config_plugin_type type;
-  const input_kind *kind;
-} input_kinds[] = {
-  {INPUT_STDIN, &reader_kind},
-  {INPUT_FILE, &reader_kind},
-  {INPUT_TAIL, &tail_input_kind},
-  {INPUT_SYSLOG, &syslog_input_kind},
-  {INPUT_GENERATOR, &generator_input_kind},
-};
-
 static int build_input(pipeline *pl, pl_input *pi, const config_plugin *p,
                        char *err, size_t errlen)
 {
   pi->pl = pl;
   pi->cfg = p;
-  pi->name = keep(pl, p->name);
+  pi->name = pipeline_keep(pl, p->name);
   pi->keep_cr = p->keep_cr;
   pi->ri = (router_input){.name = pi->name, .max_line = p->max_line,
                           .long_lines = p->long_lines,
-                          .decoder_name = keep(pl, p->decoder),
-                          .path_field = keep(pl, p->tail.path_field),
-                          .sender_field = keep(pl, p->syslog.sender_field),
-                          .listener_field = keep(pl, p->syslog.listener_field)};
+                          .decoder_name = pipeline_keep(pl, p->decoder)};
   if (!pi->name || (p->decoder && !pi->ri.decoder_name)) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  for (size_t i = 0; i < sizeof input_kinds / sizeof *input_kinds; i++)
-    if (input_kinds[i].type == p->type) pi->kind = input_kinds[i].kind;
+  pi->kind = p->type->input;
   return pi->kind->build(pi, p, err, errlen);
 }
 
@@ -523,10 +396,8 @@ static void warn_descriptor_budget(const config *cfg)
 
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
-    if (p->type == INPUT_TAIL) want += p->tail.max_open_files;
-    if (p->type == INPUT_SYSLOG && p->syslog.transport != SYSLOG_UDP &&
-        p->syslog.transport != SYSLOG_UNIX_DGRAM)
-      want += p->syslog.max_connections;
+    if (p->role == PLUGIN_INPUT && p->type->input->descriptors)
+      want += p->type->input->descriptors(p);
   }
   if (want > budget)
     log_msg("warning: the inputs' max_open_files and max_connections add up "
@@ -591,6 +462,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   uv_check_start(&pl->send_after, pipeline_send_after);
   uv_unref((uv_handle_t *)&pl->send_before);
   uv_unref((uv_handle_t *)&pl->send_after);
+  pl->ninputs_max = cfg->nplugins;
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
   pl->snapshot.inputs = calloc(cfg->nplugins, sizeof *pl->snapshot.inputs);
@@ -608,7 +480,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
     pipeline_destroy(pl);
     return NULL;
   }
-  if (cfg->metrics_path && !(pl->metrics_path = keep(pl, cfg->metrics_path))) {
+  if (cfg->metrics_path && !(pl->metrics_path = pipeline_keep(pl, cfg->metrics_path))) {
     snprintf(err, errlen, "out of memory");
     pipeline_destroy(pl);
     return NULL;
@@ -633,11 +505,12 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
     const config_plugin *p = &cfg->plugins[i];
     sandbox *sb;
     char why[512];
-    /* A producer that cannot be made fails a start: --check says so. */
-    if (p->type == OUTPUT_KAFKA &&
-        output_kafka_check(&p->kafka, why, sizeof why) != 0) {
-      snprintf(err, errlen, "%s:%d: kafka_output '%s': %s", cfg->file,
-               p->line, p->name, why);
+    /* What fails a start (a producer that cannot be made): --check says
+     * so. */
+    if (p->role == PLUGIN_OUTPUT && p->type->output->check &&
+        p->type->output->check(p, why, sizeof why) != 0) {
+      snprintf(err, errlen, "%s:%d: %s '%s': %s", cfg->file, p->line,
+               p->type->name, p->name, why);
       rc = -1;
     }
     if (p->role != PLUGIN_DECODER && p->role != PLUGIN_ENCODER) continue;
@@ -665,7 +538,9 @@ static void close_handles(pipeline *pl)
   for (size_t i = 0; i < pl->ninputs; i++)
     if (pl->inputs[i].kind && pl->inputs[i].kind->close_handles)
       pl->inputs[i].kind->close_handles(&pl->inputs[i]);
-  tail_close_dirs(&pl->tail_dirs);
+  for (size_t i = 0; i < pl->nkind_states; i++)
+    if (pl->kind_states[i].kind->close_shared)
+      pl->kind_states[i].kind->close_shared(&pl->kind_states[i].state);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_close((uv_handle_t *)&pl->quiet, NULL);
@@ -713,6 +588,7 @@ int pipeline_destroy(pipeline *pl)
   /* After the sinks: their records no longer hold tickets. */
   checkpoint_store_close(&pl->store);
   join_matcher_free(pl->join_matcher);
+  free(pl->kind_states);
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);

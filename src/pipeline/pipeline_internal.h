@@ -17,6 +17,7 @@
 #include "join.h"
 #include "output.h"
 #include "pipeline.h"
+#include "plugin.h"
 #include "router.h"
 #include "run_stats.h"
 #include "sandbox.h"
@@ -37,12 +38,10 @@ typedef struct {
                                    skipped */
 } pl_output;
 
-typedef struct pl_input pl_input;
-struct tail_dir;
 
 /* One thing an input reads: standard input, a file_input's file, or one
  * file of a tail_input (tail.h). */
-typedef struct pl_source {
+struct pl_source {
   input in;                  /* first: the handler gets &in */
   pl_input *owner;
   struct pl_source *next;    /* the owner's sources */
@@ -59,27 +58,7 @@ typedef struct pl_source {
   worker *w;                 /* its jobs' worker, and the decoder there: */
   router_input *ri;          /* set as its first job goes */
   line_joiner join;          /* rule NULL: lines are records */
-} pl_source;
-
-/* What an input type does in the pipeline. A new type is a row of
- * pipeline_build.c's table and a file pair of its own (tail.c). */
-typedef struct input_kind {
-  /* Builds what the input needs beyond pl_input: its sources or state. */
-  int (*build)(pl_input *pi, const config_plugin *p, char *err,
-               size_t errlen);
-  int (*start)(pl_input *pi, char *err, size_t errlen);
-  /* Stops reading; pipeline_input_done follows once all is read. */
-  void (*stop)(pl_input *pi);
-  /* A source read all it will and its jobs came back. */
-  void (*source_finished)(pl_input *pi, pl_source *src);
-  void (*close_handles)(pl_input *pi); /* may be NULL */
-  void (*free)(pl_input *pi);          /* may be NULL */
-  /* Holds a source's reading (an output is full, its worker behind) or
-   * lets it go on; NULL: input_pause and input_resume its input. */
-  void (*hold)(pl_source *src, bool hold);
-  /* Adds the kind's own counters; may be NULL. */
-  void (*stats)(pl_input *pi, pipeline_input_stats *st);
-} input_kind;
+};
 
 struct pl_input {
   pipeline *pl;
@@ -117,11 +96,16 @@ struct pipeline {
   sandbox_watchdog *wd;
   pl_input *inputs;
   size_t ninputs, running;
+  size_t ninputs_max;        /* room in inputs: the config's plugins */
   pl_output *outputs;
   size_t noutputs;
   dead_letter dl;
   checkpoint_store store;    /* the files' acknowledged offsets */
-  struct tail_dir *tail_dirs; /* directories tail_inputs watch */
+  struct {                   /* what the inputs of a kind share */
+    const input_kind *kind;
+    void *state;
+  } *kind_states;
+  size_t nkind_states;
   join_matcher *join_matcher; /* multiline patterns' Lua state, if any */
   worker *workers;
   size_t nworkers;
@@ -173,6 +157,13 @@ void pipeline_send_after(uv_check_t *h);
 void pipeline_each_sink(pipeline *pl, void (*fn)(output_sink *));
 /* pipeline_build.c */
 void pipeline_stop_workers(pipeline *pl);
+/* A copy of s that lives as long as the pipeline; NULL when s is NULL or
+ * memory ran out. */
+const char *pipeline_keep(pipeline *pl, const char *s);
+/* The state the inputs of kind share in pl (tail_inputs' directory
+ * watches): NULL at first; kind->close_shared closes it. NULL when out of
+ * memory. */
+void **pipeline_kind_state(pipeline *pl, const input_kind *kind);
 /* A source of pi, reading nothing yet: set its input's path or fd, then
  * input_start it. NULL when out of memory. */
 pl_source *pipeline_source_new(pl_input *pi);

@@ -23,7 +23,7 @@
 #include "record_template.h"
 #include "sandbox.h"
 
-typedef struct {
+typedef struct router_output {
   const char *name;          /* the output's, for dead letters */
   const char *encoder_name;
   bool newline;              /* records end with "\n" */

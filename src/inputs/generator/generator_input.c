@@ -37,6 +37,7 @@ typedef struct {
 static int generator_build(pl_input *pi, const config_plugin *p, char *err,
                            size_t errlen)
 {
+  const config_generator *cfg = p->settings;
   generator *g = calloc(1, sizeof *g);
 
   if (g) g->src = pipeline_source_new(pi);
@@ -46,10 +47,9 @@ static int generator_build(pl_input *pi, const config_plugin *p, char *err,
     return -1;
   }
   pi->state = g;
-  line_generator_init(&g->lines, (line_format)p->generator.format,
-                      p->generator.seed);
-  g->count = p->generator.count;
-  g->rate = p->generator.rate;
+  line_generator_init(&g->lines, (line_format)cfg->format, cfg->seed);
+  g->count = cfg->count;
+  g->rate = cfg->rate;
   return 0;
 }
 
@@ -165,6 +165,8 @@ static void generator_free(pl_input *pi)
 }
 
 const input_kind generator_input_kind = {
-  generator_build, generator_start, generator_stop, generator_source_finished,
-  generator_close_handles, generator_free, generator_hold, NULL
+  .build = generator_build, .start = generator_start, .stop = generator_stop,
+  .source_finished = generator_source_finished,
+  .close_handles = generator_close_handles, .free = generator_free,
+  .hold = generator_hold,
 };

@@ -24,6 +24,15 @@
 
 #include "pipeline_internal.h"
 
+/* Its settings (generator_config.c reads them). */
+typedef struct {
+  int format;            /* a line_format */
+  uint64_t count;        /* lines in all; 0: until stopped */
+  uint64_t rate;         /* lines per second; 0: as fast as they are taken */
+  uint64_t seed;
+} config_generator;
+
 extern const input_kind generator_input_kind;
+extern const plugin_type generator_input_type;
 
 #endif

@@ -41,7 +41,7 @@ void line_generator_init(line_generator *g, line_format format, uint64_t seed);
 /* Writes the next line (no newline) to out, which has room for
  * LINE_GENERATOR_MAX bytes; returns its length. now: the time it bears. */
 size_t line_generator_next(line_generator *g, char *out, time_t now);
-/* The format named name ("w1", "syslog", "nginx"); -1 when none is. */
-int line_format_by_name(const char *name);
+/* The formats' names, by line_format, NULL-ended. */
+extern const char *const line_format_names[];
 
 #endif

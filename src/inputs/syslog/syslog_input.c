@@ -131,13 +131,17 @@ int syslog_clear_socket_path(const char *path, int type, char *why,
 static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
                         size_t errlen)
 {
-  const config_syslog *cfg = &p->syslog;
+  const config_syslog *cfg = p->settings;
   syslog_listener *l = calloc(1, sizeof *l);
   char why[512] = "out of memory";
   int rc = -1;
 
   pi->state = l;
-  if (!l) goto fail;
+  pi->ri.sender_field = pipeline_keep(pi->pl, cfg->sender_field);
+  pi->ri.listener_field = pipeline_keep(pi->pl, cfg->listener_field);
+  if (!l || (cfg->sender_field && !pi->ri.sender_field) ||
+      (cfg->listener_field && !pi->ri.listener_field))
+    goto fail;
   *l = (syslog_listener){
       .pi = pi, .transport = cfg->transport, .framing = cfg->framing,
       .max_line = p->max_line, .keep_cr = p->keep_cr,
@@ -151,8 +155,8 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
   snprintf(l->address, sizeof l->address, "%s", cfg->address);
   if (cfg->path && !(l->path = strdup(cfg->path))) goto fail;
   if (cfg->transport == SYSLOG_TLS &&
-      !(l->tls = tls_server_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ca,
-                                cfg->tls_verify_client, why, sizeof why)))
+      !(l->tls = tls_server_new(cfg->tls.cert, cfg->tls.key, cfg->tls.ca,
+                                cfg->tls.verify_client, why, sizeof why)))
     goto fail;
   if (cfg->transport == SYSLOG_UDP || cfg->transport == SYSLOG_UNIX_DGRAM) {
     rc = syslog_dgram_open(l, cfg, why, sizeof why);
@@ -289,7 +293,19 @@ static void syslog_stats(pl_input *pi, pipeline_input_stats *st)
   st->dropped = l->dropped;
 }
 
+/* Stream listeners hold a descriptor a connection. */
+static uint64_t syslog_descriptors(const config_plugin *p)
+{
+  const config_syslog *cfg = p->settings;
+
+  return cfg->transport == SYSLOG_UDP || cfg->transport == SYSLOG_UNIX_DGRAM
+             ? 1 : cfg->max_connections;
+}
+
 const input_kind syslog_input_kind = {
-  syslog_build, syslog_start, syslog_stop, syslog_source_finished,
-  syslog_close_handles, syslog_free, syslog_hold, syslog_stats
+  .build = syslog_build, .start = syslog_start, .stop = syslog_stop,
+  .source_finished = syslog_source_finished,
+  .close_handles = syslog_close_handles, .free = syslog_free,
+  .hold = syslog_hold, .stats = syslog_stats,
+  .descriptors = syslog_descriptors,
 };

@@ -79,8 +79,34 @@
 #ifndef LUMBERJIT_SYSLOG_INPUT_H
 #define LUMBERJIT_SYSLOG_INPUT_H
 
+#include <sys/socket.h>
+
+#include "frame.h"
 #include "pipeline_internal.h"
 
+typedef enum {
+  SYSLOG_TCP, SYSLOG_TLS, SYSLOG_UDP, SYSLOG_UNIX_DGRAM, SYSLOG_UNIX_STREAM
+} syslog_transport;
+
+/* Its settings (syslog_config.c reads them). */
+typedef struct {
+  char *address;         /* as written: "tcp://127.0.0.1:514" */
+  syslog_transport transport;
+  struct sockaddr_storage sockaddr; /* tcp, tls, udp */
+  char *path;            /* unix sockets */
+  framing framing;
+  uint64_t max_connections, max_connections_per_address;
+  uint64_t tls_handshake_timeout_ms, first_message_timeout_ms;
+  uint64_t idle_timeout_ms, receive_buffer;
+  unsigned socket_mode;
+  char *sender_field, *listener_field; /* NULL: none */
+  struct {
+    char *cert, *key, *ca;
+    bool verify_client;
+  } tls;
+} config_syslog;
+
 extern const input_kind syslog_input_kind;
+extern const plugin_type syslog_input_type;
 
 #endif

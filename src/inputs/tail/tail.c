@@ -612,15 +612,21 @@ static void tail_source_finished(pl_input *pi, pl_source *src)
 static int tail_build(pl_input *pi, const config_plugin *p, char *err,
                       size_t errlen)
 {
+  const config_tail *cfg = p->settings;
   pipeline *pl = pi->pl;
 
-  if (p->tail.join.pattern && !pl->join_matcher &&
+  if (cfg->join.pattern && !pl->join_matcher &&
       !(pl->join_matcher = join_matcher_new())) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   pi->spreads = true;
-  pi->state = tail_create(pi, &p->tail, err, errlen);
+  pi->ri.path_field = pipeline_keep(pl, cfg->path_field);
+  if (cfg->path_field && !pi->ri.path_field) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  pi->state = tail_create(pi, cfg, err, errlen);
   return pi->state ? 0 : -1;
 }
 
@@ -644,7 +650,15 @@ static void tail_free(pl_input *pi)
   pi->state = NULL;
 }
 
+static uint64_t tail_descriptors(const config_plugin *p)
+{
+  return ((const config_tail *)p->settings)->max_open_files;
+}
+
 const input_kind tail_input_kind = {
-  tail_build, tail_start, tail_stop, tail_source_finished, tail_close_handles,
-  tail_free, NULL, tail_stats
+  .build = tail_build, .start = tail_start, .stop = tail_stop,
+  .source_finished = tail_source_finished,
+  .close_handles = tail_close_handles, .free = tail_free,
+  .stats = tail_stats, .descriptors = tail_descriptors,
+  .close_shared = tail_close_dirs,
 };

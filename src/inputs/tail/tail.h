@@ -83,12 +83,27 @@
 #ifndef LUMBERJIT_TAIL_H
 #define LUMBERJIT_TAIL_H
 
+#include "join.h"
 #include "pipeline_internal.h"
+
+/* Its settings (tail_config.c reads them; the defaults are there too). */
+typedef struct {
+  char **paths;          /* glob patterns, NULL-terminated */
+  char **exclude;        /* patterns of paths to leave alone; NULL-ended */
+  char *path_field;      /* field naming the file; NULL: none */
+  bool read_from_head;
+  uint64_t scan_interval_ms, rotate_wait_ms, idle_close_ms;
+  uint64_t last_line_timeout_ms, max_open_files, read_buffer;
+  join_rule join;        /* multiline */
+} config_tail;
+
+extern const plugin_type tail_input_type;
 
 /* Its part of the pipeline: a pl_input's kind. The input is done once a
  * stop has finished every open file. */
 extern const input_kind tail_input_kind;
-/* Closes the directory watches the pipeline's tail_inputs share. */
-void tail_close_dirs(struct tail_dir **dirs);
+/* Closes the directory watches the pipeline's tail_inputs share
+ * (its close_shared). */
+void tail_close_dirs(void **state);
 
 #endif

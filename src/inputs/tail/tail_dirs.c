@@ -31,6 +31,13 @@ static void on_dir_event(uv_fs_event_t *h, const char *name, int events,
   for (size_t i = 0; i < d->ntails; i++) tail_schedule_scan(d->tails[i]);
 }
 
+/* The directories the pipeline's tail_inputs watch (NULL: out of
+ * memory). */
+static struct tail_dir **watched(tail *t)
+{
+  return (struct tail_dir **)pipeline_kind_state(t->pi->pl, &tail_input_kind);
+}
+
 static void pattern_dir(const char *pattern, char *dir, size_t len)
 {
   const char *slash = strrchr(pattern, '/');
@@ -42,7 +49,8 @@ static void pattern_dir(const char *pattern, char *dir, size_t len)
 
 static struct tail_dir *new_dir(tail *t, const char *path)
 {
-  struct tail_dir *d = calloc(1, sizeof *d);
+  struct tail_dir **dirs = watched(t);
+  struct tail_dir *d = dirs ? calloc(1, sizeof *d) : NULL;
 
   if (!d || !(d->path = strdup(path))) {
     free(d);
@@ -52,8 +60,8 @@ static struct tail_dir *new_dir(tail *t, const char *path)
   d->handle.data = d;
   /* Not watched (missing, inotify's limit): the timed scans find files. */
   uv_fs_event_start(&d->handle, on_dir_event, path, 0);
-  d->next = t->pi->pl->tail_dirs;
-  t->pi->pl->tail_dirs = d;
+  d->next = *dirs;
+  *dirs = d;
   return d;
 }
 
@@ -61,8 +69,10 @@ static struct tail_dir *new_dir(tail *t, const char *path)
  * file created there is found at once. */
 void tail_watch_dirs(tail *t)
 {
-  for (char **p = t->cfg.paths; *p; p++) {
-    struct tail_dir *d = t->pi->pl->tail_dirs;
+  struct tail_dir **dirs = watched(t);
+
+  for (char **p = t->cfg.paths; dirs && *p; p++) {
+    struct tail_dir *d = *dirs;
     char dir[4096];
     tail **tails;
     pattern_dir(*p, dir, sizeof dir);
@@ -86,8 +96,10 @@ static void free_dir(uv_handle_t *h)
   free(d);
 }
 
-void tail_close_dirs(struct tail_dir **dirs)
+void tail_close_dirs(void **state)
 {
+  struct tail_dir **dirs = (struct tail_dir **)state;
+
   while (*dirs) {
     struct tail_dir *d = *dirs;
     *dirs = d->next;
@@ -99,7 +111,9 @@ void tail_close_dirs(struct tail_dir **dirs)
  * would keep the loop running). */
 void tail_unwatch_dirs(tail *t)
 {
-  for (struct tail_dir **p = &t->pi->pl->tail_dirs; *p;) {
+  struct tail_dir **dirs = watched(t);
+
+  for (struct tail_dir **p = dirs; p && *p;) {
     struct tail_dir *d = *p;
     size_t kept = 0;
     for (size_t i = 0; i < d->ntails; i++)

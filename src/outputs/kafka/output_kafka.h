@@ -96,6 +96,33 @@
 
 #include "config.h"
 #include "output.h"
+#include "plugin.h"
+
+/* What a record librdkafka holds takes besides its payload and key
+ * (counted twice: output_kafka.c, cost): librdkafka's message
+ * (rd_kafka_msg_t, about 170 bytes in 2.0), the allocator's header and
+ * rounding, the output's slot for it (88), with room to spare.
+ * memory_bytes counts it for each record. */
+#define KAFKA_RECORD_OVERHEAD 320
+
+/* Its settings (kafka_config.c reads them). */
+typedef struct {
+  char *topic, *key;     /* templates (record_template.h); key NULL: none */
+  char **properties;     /* librdkafka's, checked: name, value, ..., NULL */
+  uint64_t memory_bytes; /* what librdkafka's records may take, each
+                          counted as its bytes twice + KAFKA_RECORD_OVERHEAD */
+  char *buffer_path;     /* the disk buffer's directory; NULL: none */
+  uint64_t buffer_max_bytes, buffer_segment_bytes;
+  uint64_t bytes_per_second, messages_per_second; /* caps; 0: none */
+  /* The keys that become properties, as given (kafka_config.c's finish
+   * makes `properties` of them). */
+  char *brokers, *compression, *acks, *partitioner;
+  int idempotent;        /* -1: not given */
+  char **given_properties; /* name, value, ..., NULL */
+} config_kafka;
+
+extern const plugin_type kafka_output_type;
+extern const output_kind kafka_output_kind;
 
 /* Opens o as a kafka_output: the producer, and the disk buffer in
  * buffer_dir (NULL: none). Logs what the disk buffer holds from an

@@ -1,7 +1,6 @@
 /*
- * config_syslog.c - reads a syslog_input's table (config_internal.h):
- * its address, framing, limits, fields and TLS files. Defaults and what
- * each key does: syslog_input.h.
+ * syslog_config.c - syslog_input's type: its keys (what each does:
+ * syslog_input.h), the address parsed, the TLS files.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,17 +9,9 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include <lauxlib.h>
+#include <lua.h>
 
-#include "config_internal.h"
-
-const char *const config_syslog_keys[] = {
-  "type", "decoder", "max_line", "long_lines", "keep_cr", "address", "framing",
-  "max_connections", "max_connections_per_address",
-  "tls_handshake_timeout_ms", "first_message_timeout_ms", "idle_timeout_ms",
-  "receive_buffer", "socket_mode",
-  "sender_field", "listener_field", "tls", NULL
-};
+#include "syslog_input.h"
 
 static const struct {
   const char *scheme;
@@ -66,8 +57,10 @@ static int read_host_port(plugin_ctx *c, const char *hostport,
                       "address, [IPv6] or *", hostport);
 }
 
-static int read_address(plugin_ctx *c, config_syslog *s)
+static int read_address(plugin_ctx *c, void *settings)
 {
+  config_syslog *s = settings;
+
   if (cfg_read_string(c, "address", true, &s->address) != 0) return -1;
   for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
     size_t n = strlen(schemes[i].scheme);
@@ -89,46 +82,9 @@ static int read_address(plugin_ctx *c, config_syslog *s)
                       "udp://, unix: or unix-stream:", s->address);
 }
 
-static int read_framing(plugin_ctx *c, config_syslog *s)
+static int read_socket_mode(plugin_ctx *c, void *settings)
 {
-  static const char *const names[] = {"auto", "octet_counted", "newline"};
-  char *name = NULL;
-
-  s->framing = FRAMING_AUTO;
-  if (cfg_read_string(c, "framing", false, &name) != 0) return -1;
-  if (!name) return 0;
-  for (size_t i = 0; i < 3; i++)
-    if (strcmp(name, names[i]) == 0) {
-      s->framing = (framing)i;
-      free(name);
-      return 0;
-    }
-  cfg_key_fail(c, "framing", "must be auto, octet_counted or newline, not "
-               "'%s'", name);
-  free(name);
-  return -1;
-}
-
-/* A field's name, or false (or "") for none. */
-static int read_field_name(plugin_ctx *c, const char *key, const char *dflt,
-                           char **out)
-{
-  lua_State *L = c->ld->L;
-  bool none = cfg_get_key(L, key) == LUA_TBOOLEAN && !lua_toboolean(L, -1);
-
-  lua_pop(L, 1);
-  if (!none && cfg_read_string(c, key, false, out) != 0) return -1;
-  if (!none && !*out && !(*out = strdup(dflt)))
-    return cfg_key_fail(c, key, "cannot be stored: out of memory");
-  if (*out && !**out) {
-    free(*out);
-    *out = NULL;
-  }
-  return 0;
-}
-
-static int read_socket_mode(plugin_ctx *c, config_syslog *s)
-{
+  config_syslog *s = settings;
   char *text = NULL, *end;
   unsigned long mode;
 
@@ -147,11 +103,25 @@ static int read_socket_mode(plugin_ctx *c, config_syslog *s)
   return 0;
 }
 
-static int read_tls(plugin_ctx *c, config_syslog *s)
+#define S(field) offsetof(config_syslog, field)
+
+static const config_key tls_keys[] = {
+  {"cert", KEY_STRING, S(tls.cert), .required = true,
+   .help = "the server's PEM certificate chain"},
+  {"key", KEY_STRING, S(tls.key), .required = true,
+   .help = "its PEM private key"},
+  {"ca", KEY_STRING, S(tls.ca),
+   .help = "PEM certificate authorities client certificates are checked "
+           "against"},
+  {"verify_client", KEY_BOOL, S(tls.verify_client), "false",
+   .help = "clients must present a certificate ca verifies"},
+  {NULL}
+};
+
+static int read_tls(plugin_ctx *c, void *settings)
 {
-  static const char *const keys[] = {"cert", "key", "ca", "verify_client",
-                                     NULL};
-  lua_State *L = c->ld->L;
+  config_syslog *s = settings;
+  lua_State *L = cfg_lua(c);
   int t = cfg_get_key(L, "tls"), rc;
 
   if (t == LUA_TNIL) {
@@ -170,52 +140,72 @@ static int read_tls(plugin_ctx *c, config_syslog *s)
     return cfg_key_fail(c, "tls", "must be a table {cert=, key=, ca=, "
                         "verify_client=}");
   }
-  rc = cfg_check_keys(c, keys, false) != 0 ||
-       cfg_read_string(c, "cert", true, &s->tls_cert) != 0 ||
-       cfg_read_string(c, "key", true, &s->tls_key) != 0 ||
-       cfg_read_string(c, "ca", false, &s->tls_ca) != 0 ||
-       cfg_read_bool(c, "verify_client", &s->tls_verify_client) != 0 ? -1 : 0;
+  rc = cfg_read_keys(c, tls_keys, s);
   lua_pop(L, 1);
-  if (rc == 0 && s->tls_verify_client && !s->tls_ca)
+  if (rc == 0 && s->tls.verify_client && !s->tls.ca)
     return cfg_key_fail(c, "tls", "verify_client needs ca, the certificate "
                         "authority clients' certificates are checked against");
   return rc;
 }
 
-int config_read_syslog(plugin_ctx *c, config_plugin *p)
+static void free_address(void *settings)
 {
-  config_syslog *s = &p->syslog;
-  uint64_t max_line = 64u << 10;
+  config_syslog *s = settings;
 
-  s->max_connections = 1000;
-  s->max_connections_per_address = 100;
-  s->tls_handshake_timeout_ms = 10000;
-  s->first_message_timeout_ms = 30000;
-  s->receive_buffer = 4u << 20;
-  if (config_read_input(c, p) != 0 ||
-      cfg_read_count(c, "max_line", 1u << 30, &max_line) != 0 ||
-      read_address(c, s) != 0 || read_framing(c, s) != 0 ||
-      cfg_read_count(c, "max_connections", 1u << 20, &s->max_connections) != 0 ||
-      cfg_read_count(c, "max_connections_per_address", 1u << 20,
-                     &s->max_connections_per_address) != 0 ||
-      cfg_read_count(c, "tls_handshake_timeout_ms", 3600000.0,
-                     &s->tls_handshake_timeout_ms) != 0 ||
-      cfg_read_count(c, "first_message_timeout_ms", 7 * 24 * 3600000.0,
-                     &s->first_message_timeout_ms) != 0 ||
-      cfg_read_count(c, "idle_timeout_ms", 7 * 24 * 3600000.0,
-                     &s->idle_timeout_ms) != 0 ||
-      cfg_read_count(c, "receive_buffer", 1u << 30, &s->receive_buffer) != 0 ||
-      read_socket_mode(c, s) != 0 ||
-      read_field_name(c, "sender_field", "fromhost-ip", &s->sender_field) != 0 ||
-      read_field_name(c, "listener_field", "inputname",
-                      &s->listener_field) != 0 ||
-      read_tls(c, s) != 0)
-    return -1;
-  p->max_line = (size_t)max_line;
-  if (s->max_connections < 1)
-    return cfg_key_fail(c, "max_connections", "must be at least 1");
-  if (s->max_connections_per_address < 1)
-    return cfg_key_fail(c, "max_connections_per_address", "must be at least "
-                        "1");
-  return 0;
+  free(s->address);
+  free(s->path);
+  s->address = s->path = NULL;
 }
+
+static void free_tls(void *settings)
+{
+  cfg_free_keys(tls_keys, settings);
+}
+
+static const char *const framings[] = {"auto", "octet_counted", "newline",
+                                       NULL};
+
+static const config_key syslog_keys[] = {
+  {"address", KEY_CUSTOM, 0, .required = true, .read = read_address,
+   .free = free_address, .value = "address",
+   .help = "tcp://HOST:PORT, tls://HOST:PORT, udp://HOST:PORT, unix:PATH "
+           "(datagrams, as /dev/log) or unix-stream:PATH"},
+  {"max_line", KEY_SIZE, offsetof(config_plugin, max_line), "65536", 16,
+   1u << 30, .in_plugin = true, .help = "the longest message, in bytes"},
+  {"framing", KEY_CHOICE, S(framing), "auto", .choices = framings,
+   .help = "stream sockets: RFC 6587 octet counting, newlines, or what "
+           "each connection's first frame shows"},
+  {"max_connections", KEY_COUNT, S(max_connections), "1000", 1, 1u << 20,
+   .help = "connections served at once"},
+  {"max_connections_per_address", KEY_COUNT, S(max_connections_per_address),
+   "100", 1, 1u << 20, .help = "connections from one IP address"},
+  {"tls_handshake_timeout_ms", KEY_COUNT, S(tls_handshake_timeout_ms),
+   "10000", 0, 3600000, .help = "a TLS handshake not done by then closes "
+                                "the connection (0: never)"},
+  {"first_message_timeout_ms", KEY_COUNT, S(first_message_timeout_ms),
+   "30000", 0, 7 * 24 * 3600000.0, .help = "no whole message by then "
+                                           "closes the connection (0: never)"},
+  {"idle_timeout_ms", KEY_COUNT, S(idle_timeout_ms), "0", 0,
+   7 * 24 * 3600000.0, .help = "a connection silent this long after a "
+                               "message is closed (0: never)"},
+  {"receive_buffer", KEY_COUNT, S(receive_buffer), "4194304", 0, 1u << 30,
+   .help = "datagram sockets: the SO_RCVBUF asked for"},
+  {"socket_mode", KEY_CUSTOM, 0, .read = read_socket_mode, .value = "octal",
+   .help = "unix sockets: the file's permissions (default \"0666\")"},
+  {"sender_field", KEY_FIELD, S(sender_field), "fromhost-ip",
+   .help = "the field given the sender's IP address"},
+  {"listener_field", KEY_FIELD, S(listener_field), "inputname",
+   .help = "the field given the input's name"},
+  {"tls", KEY_CUSTOM, 0, .read = read_tls, .free = free_tls,
+   .value = "table", .help = "tls:// only: { cert =, key =, ca =, "
+   "verify_client = }: PEM files"},
+  {NULL}
+};
+
+const plugin_type syslog_input_type = {
+  .name = "syslog_input", .role = PLUGIN_INPUT, .flags = PLUGIN_LINES,
+  .summary = "listens for syslog messages over TCP, TLS, UDP and Unix "
+             "sockets",
+  .keys = syslog_keys, .settings_size = sizeof(config_syslog),
+  .input = &syslog_input_kind,
+};

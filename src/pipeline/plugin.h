@@ -1,0 +1,73 @@
+/*
+ * plugin.h - the pipeline's part of a plugin type (plugin_type.h has the
+ * config's part): what an input type does with its sources, and how an
+ * output type opens its sink. A type fills one of these in its own folder
+ * and points its plugin_type at it; nothing else in the pipeline names it.
+ */
+#ifndef LUMBERJIT_PLUGIN_H
+#define LUMBERJIT_PLUGIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config.h"
+#include "output.h"
+
+typedef struct pl_input pl_input;
+typedef struct pl_source pl_source;
+struct pipeline_input_stats;
+struct router_output;
+
+/* What an input type does in the pipeline. */
+typedef struct input_kind {
+  /* Builds what the input needs beyond pl_input: its sources or state. */
+  int (*build)(pl_input *pi, const config_plugin *p, char *err,
+               size_t errlen);
+  int (*start)(pl_input *pi, char *err, size_t errlen);
+  /* Stops reading; pipeline_input_done follows once all is read. */
+  void (*stop)(pl_input *pi);
+  /* A source read all it will and its jobs came back. */
+  void (*source_finished)(pl_input *pi, pl_source *src);
+  void (*close_handles)(pl_input *pi); /* may be NULL */
+  void (*free)(pl_input *pi);          /* may be NULL */
+  /* Holds a source's reading (an output is full, its worker behind) or
+   * lets it go on; NULL: input_pause and input_resume its input. */
+  void (*hold)(pl_source *src, bool hold);
+  /* Adds the kind's own counters; may be NULL. */
+  void (*stats)(pl_input *pi, struct pipeline_input_stats *st);
+  /* File descriptors it may hold at most (tail's files, syslog's
+   * connections), for the warning that the limit cannot give them all;
+   * NULL: a few. */
+  uint64_t (*descriptors)(const config_plugin *p);
+  /* Closes the state its inputs share in a pipeline
+   * (pipeline_kind_state), once, with the loop handles; NULL: none. */
+  void (*close_shared)(void **state);
+} input_kind;
+
+/* What an output's sink is opened with. */
+typedef struct {
+  uv_loop_t *loop;
+  const char *label;      /* "output 'name'", for log lines */
+  output_events events;
+  const char *state_dir;  /* NULL: none */
+} output_host;
+
+/* What an output type does in the pipeline. */
+typedef struct output_kind {
+  /* Opens its sink: a file descriptor output.c writes (output_open), or a
+   * transport of its own (output_open_transport). */
+  int (*open)(output_sink *o, const output_host *h, const config_plugin *p,
+              char *err, size_t errlen);
+  /* What a start would fail on, found without opening anything (--check);
+   * NULL: nothing. */
+  int (*check)(const config_plugin *p, char *err, size_t errlen);
+  /* On a worker: what each record needs made from its message besides its
+   * encoding (Kafka's topic and key); NULL: nothing. */
+  int (*route)(const config_plugin *p, struct router_output *ro, char *err,
+               size_t errlen);
+} output_kind;
+
+#endif
