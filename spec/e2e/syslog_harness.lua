@@ -172,41 +172,41 @@ function h.stop(lj)
   }
 end
 
--- The syslog summary line of input `name`, of a stream listener:
--- "input 'tcp': 3 connections (0 refused over max_connections, 0 closed
--- idle), 1 malformed frames" -> { connections = 3, refused = 0, idle = 0,
--- malformed = 1 }; of a datagram listener: "input 'udp': 1 malformed
--- datagrams, 0 datagrams dropped by the kernel" -> { malformed = 1,
--- dropped = 0 }; or nil.
+-- The counters a syslog_input declares, as its summary line names them
+-- ("input 'tcp': 3 connections, 0 refused over max_connections, ...").
+local COUNTERS = {
+  connections = "connections", refused = "refused over max_connections",
+  refused_address = "refused over max_connections_per_address",
+  refused_fd = "refused for want of a file descriptor", evicted = "silent closed to make room",
+  handshake_late = "closed past tls_handshake_timeout_ms",
+  message_late = "closed past first_message_timeout_ms", idle = "closed idle",
+  tls_failed = "failed TLS sessions", malformed_frames = "malformed frames",
+  malformed_datagrams = "malformed datagrams", dropped = "datagrams dropped by the kernel",
+}
+
+-- The counters of input `name` in the summary, by the keys of COUNTERS
+-- (malformed: frames or datagrams, whichever it has), or nil when it has
+-- no syslog counters line.
 function h.summary(stderr, name)
-  local quoted = name:gsub("%p", "%%%0")
-  local connections, refused, idle, malformed = (stderr or ""):match("input '" .. quoted
-    .. "': (%d+) connections %((%d+) refused over max_connections, (%d+) closed idle%), (%d+) malformed frames")
-  if connections then
-    return { connections = tonumber(connections), refused = tonumber(refused), idle = tonumber(idle),
-             malformed = tonumber(malformed) }
+  local line = (stderr or ""):match("input '" .. name:gsub("%p", "%%%0") .. "': (%d+ [^\n]*"
+    .. "malformed [^\n]*)")
+  if not line then return nil end
+  local s = {}
+  for n, label in (line .. ","):gmatch("(%d+) ([^,]+),") do
+    for key, text in pairs(COUNTERS) do
+      if text == label then s[key] = tonumber(n) end
+    end
   end
-  local dropped
-  malformed, dropped = (stderr or ""):match("input '" .. quoted
-    .. "': (%d+) malformed datagrams, (%d+) datagrams dropped by the kernel")
-  if not malformed then return nil end
-  return { malformed = tonumber(malformed), dropped = tonumber(dropped) }
+  s.malformed = s.malformed_frames or s.malformed_datagrams
+  return s
 end
 
--- The syslog summary's connection slots line of input `name`:
--- "input 'tcp': connection slots: 0 refused over max_connections_per_address,
--- 0 refused for want of a file descriptor, 3 silent closed to make room, 0
--- closed past tls_handshake_timeout_ms, 1 closed past first_message_timeout_ms"
--- -> { refused_address = 0, refused_fd = 0, evicted = 3, handshake_late = 0,
--- message_late = 1 }, or nil.
+-- The connection slots' counters of input `name` (h.summary's), or nil.
 function h.slots(stderr, name)
-  local pattern = "input '" .. name:gsub("%p", "%%%0") .. "': connection slots: (%d+) refused over "
-    .. "max_connections_per_address, (%d+) refused for want of a file descriptor, (%d+) silent closed to "
-    .. "make room, (%d+) closed past tls_handshake_timeout_ms, (%d+) closed past first_message_timeout_ms"
-  local address, fd, evicted, handshake, message = (stderr or ""):match(pattern)
-  if not address then return nil end
-  return { refused_address = tonumber(address), refused_fd = tonumber(fd), evicted = tonumber(evicted),
-           handshake_late = tonumber(handshake), message_late = tonumber(message) }
+  local s = h.summary(stderr, name)
+  if not s or not s.connections then return nil end
+  return { refused_address = s.refused_address, refused_fd = s.refused_fd, evicted = s.evicted,
+           handshake_late = s.handshake_late, message_late = s.message_late }
 end
 
 -- How many times each value of records[i][key] occurs.

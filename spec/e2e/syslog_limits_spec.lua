@@ -124,7 +124,7 @@ describe("syslog_input's start", function()
                    check("address = 'tcp://127.0.0.1:1', tls = { cert = 'c', key = 'k' }"))
     assert.matches("verify_client needs ca",
                    check("address = 'tls://127.0.0.1:1', tls = { cert = 'c', key = 'k', verify_client = true }"))
-    assert.matches("key 'framing' must be auto, octet_counted or newline",
+    assert.matches("key 'framing' must be \"auto\", \"octet_counted\" or \"newline\", not \"lines\"",
                    check("address = 'tcp://127.0.0.1:1', framing = 'lines'"))
     assert.matches("key 'socket_mode' must be octal permissions",
                    check("address = 'unix:/tmp/x', socket_mode = '0999'"))

@@ -197,7 +197,7 @@ describe("syslog_input over TLS", function()
     assert.are.equal(0, r.status, r.stderr)
     assert.are.same({ "with our certificate", "with our certificate again" }, h.values(r.records, "message"))
     -- Before: the three turned away were in the log only.
-    assert.matches("input 'tls': 5 connections %b(), 0 malformed frames, 3 failed TLS sessions", r.stderr)
+    assert.matches("input 'tls': 5 connections, .*, 3 failed TLS sessions, 0 malformed frames", r.stderr)
     h.cleanup(lj.dir)
   end)
 end)

@@ -35,7 +35,7 @@ typedef struct {
   int only; /* which of them have it: see has() */
 } family;
 
-enum { ALL, SYSLOG, TAIL, TRANSPORT, DISK_BUFFER };
+enum { ALL, TRANSPORT, DISK_BUFFER };
 
 #define IN(f) offsetof(pipeline_input_stats, f)
 #define OUT(f) offsetof(pipeline_output_stats, f)
@@ -53,40 +53,6 @@ static const family input_families[] = {
    ALL},
   {"lumberjit_input_empty_records_total", "counter",
    "Records the decoder made no message of.", IN(empty), ALL},
-  {"lumberjit_syslog_connections_total", "counter",
-   "Connections accepted.", IN(connections), SYSLOG},
-  {"lumberjit_syslog_refused_connections_total", "counter",
-   "Connections refused over max_connections.", IN(refused), SYSLOG},
-  {"lumberjit_syslog_address_refused_connections_total", "counter",
-   "Connections refused over max_connections_per_address.",
-   IN(refused_address), SYSLOG},
-  {"lumberjit_syslog_fd_refused_connections_total", "counter",
-   "Connections refused for want of a file descriptor.", IN(refused_fd),
-   SYSLOG},
-  {"lumberjit_syslog_evicted_connections_total", "counter",
-   "Silent connections closed to make room for a new one.", IN(evicted),
-   SYSLOG},
-  {"lumberjit_syslog_handshake_timeout_connections_total", "counter",
-   "Connections closed with no TLS handshake within tls_handshake_timeout_ms.",
-   IN(handshake_late), SYSLOG},
-  {"lumberjit_syslog_first_message_timeout_connections_total", "counter",
-   "Connections closed with no whole message within first_message_timeout_ms.",
-   IN(message_late), SYSLOG},
-  {"lumberjit_syslog_idle_closed_connections_total", "counter",
-   "Connections closed for being idle.", IN(idle_closed), SYSLOG},
-  {"lumberjit_syslog_tls_failed_connections_total", "counter",
-   "TLS sessions that failed: a handshake refused, a certificate not "
-   "verified.", IN(tls_failed), SYSLOG},
-  {"lumberjit_syslog_malformed_frames_total", "counter",
-   "Frames that were no syslog frames.", IN(malformed), SYSLOG},
-  {"lumberjit_syslog_dropped_datagrams_total", "counter",
-   "Datagrams the kernel dropped while the socket was not read.", IN(dropped),
-   SYSLOG},
-  {"lumberjit_tail_waiting_files_total", "counter",
-   "Files that waited for a free slot or file descriptor.", IN(waited), TAIL},
-  {"lumberjit_tail_unreadable_files_total", "counter",
-   "Files that could not be opened (permissions): read once they can be.",
-   IN(unreadable), TAIL},
 };
 
 static const family output_families[] = {
@@ -127,12 +93,10 @@ static const family output_families[] = {
    DISK_BUFFER},
 };
 
-static bool has(int only, const pipeline_input_stats *in,
-                const pipeline_output_stats *out)
+/* Whether an input (out NULL) or output has family `only`'s samples. */
+static bool has(int only, const pipeline_output_stats *out)
 {
   switch (only) {
-  case SYSLOG: return in && in->kind && strcmp(in->kind, "syslog") == 0;
-  case TAIL: return in && in->kind && strcmp(in->kind, "tail") == 0;
   case TRANSPORT: return out && out->has_tx;
   case DISK_BUFFER: return out && out->has_tx && out->tx.has_disk_buffer;
   default: return true;
@@ -169,7 +133,7 @@ static bool put_family(buf *b, const family *f, const void *items,
     const pipeline_input_stats *in = inputs ? (const void *)item : NULL;
     const pipeline_output_stats *out = inputs ? NULL : (const void *)item;
     uint64_t v;
-    if (!has(f->only, in, out)) continue;
+    if (!has(f->only, out)) continue;
     if (!headed && !(ok = put_head(b, f->name, f->type, f->help))) break;
     headed = true;
     memcpy(&v, item + f->off, sizeof v);
@@ -177,6 +141,34 @@ static bool put_family(buf *b, const family *f, const void *items,
          put_label(b, inputs ? "input" : "output", inputs ? in->name : out->name) &&
          put(b, "} %" PRIu64 "\n", v);
   }
+  return ok;
+}
+
+/* The input types' declared counters (plugin_counter): each name once,
+ * under the HELP of its first input, with every input that has it. */
+static bool put_type_counters(buf *b, const pipeline_stats *st)
+{
+  bool ok = true;
+
+  for (size_t i = 0; ok && i < st->ninputs; i++)
+    for (size_t c = 0; ok && st->inputs[i].counters &&
+                       st->inputs[i].counters[c].metric; c++) {
+      const char *name = st->inputs[i].counters[c].metric;
+      bool seen = false;
+      for (size_t j = 0; j < i && !seen; j++)
+        for (size_t d = 0; !seen && st->inputs[j].counters &&
+                           st->inputs[j].counters[d].metric; d++)
+          seen = strcmp(st->inputs[j].counters[d].metric, name) == 0;
+      if (seen) continue;
+      ok = put_head(b, name, "counter", st->inputs[i].counters[c].help);
+      for (size_t j = i; ok && j < st->ninputs; j++)
+        for (size_t d = 0; ok && st->inputs[j].counters &&
+                           st->inputs[j].counters[d].metric; d++)
+          if (strcmp(st->inputs[j].counters[d].metric, name) == 0)
+            ok = put(b, "%s", name) &&
+                 put_label(b, "input", st->inputs[j].name) &&
+                 put(b, "} %" PRIu64 "\n", st->inputs[j].values[d]);
+    }
   return ok;
 }
 
@@ -224,6 +216,7 @@ bool metrics_format(buf *b, const pipeline_stats *st)
   for (size_t i = 0; ok && i < sizeof input_families / sizeof *input_families; i++)
     ok = put_family(b, &input_families[i], st->inputs, sizeof *st->inputs,
                     st->ninputs, true);
+  ok = ok && put_type_counters(b, st);
   for (size_t i = 0; ok && i < sizeof output_families / sizeof *output_families; i++)
     ok = put_family(b, &output_families[i], st->outputs, sizeof *st->outputs,
                     st->noutputs, false);

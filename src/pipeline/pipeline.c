@@ -514,7 +514,8 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
       .name = pi->name, .records = pi->records, .overlong = pi->overlong,
       .truncated = pi->truncated, .dead = pi->dead, .messages = pi->messages,
       .empty = pi->empty};
-    if (pi->kind->stats) pi->kind->stats((pl_input *)pi, &st->inputs[i]);
+    st->inputs[i].counters = pi->kind->counters
+        ? pi->kind->counters((pl_input *)pi, st->inputs[i].values) : NULL;
   }
   st->noutputs = pl->noutputs;
   for (size_t i = 0; i < pl->noutputs; i++) {
@@ -571,6 +572,19 @@ static void on_stats_timer(uv_timer_t *t)
   run_stats_interval(&pl->stats, pipeline_snapshot(pl));
 }
 
+/* "input 'tcp': 3 connections, 0 refused over max_connections, ...". */
+static void log_counters(const pipeline_input_stats *in)
+{
+  char line[1024];
+  size_t n = 0;
+
+  for (size_t i = 0; in->counters[i].metric && n < sizeof line; i++)
+    n += (size_t)snprintf(line + n, sizeof line - n, "%s%" PRIu64 " %s",
+                          i ? ", " : "", in->values[i],
+                          in->counters[i].summary);
+  log_msg("input '%s': %s", in->name, line);
+}
+
 static void log_summary(pipeline *pl)
 {
   const pipeline_stats *st = pipeline_snapshot(pl);
@@ -582,29 +596,7 @@ static void log_summary(pipeline *pl)
             "records; %" PRIu64 " messages made of them, %" PRIu64 " records "
             "made none", in->name, in->records, in->overlong, in->truncated,
             in->dead, in->messages, in->empty);
-    if (in->kind && strcmp(in->kind, "tail") == 0)
-      log_msg("input '%s': %" PRIu64 " files waited for a free slot or file "
-              "descriptor, %" PRIu64 " could not be read (permissions)",
-              in->name, in->waited, in->unreadable);
-    if (!in->kind || strcmp(in->kind, "syslog") != 0) continue;
-    if (in->datagrams) {
-      log_msg("input '%s': %" PRIu64 " malformed datagrams, %" PRIu64
-              " datagrams dropped by the kernel", in->name, in->malformed,
-              in->dropped);
-      continue;
-    }
-    log_msg("input '%s': %" PRIu64 " connections (%" PRIu64 " refused over "
-            "max_connections, %" PRIu64 " closed idle), %" PRIu64
-            " malformed frames, %" PRIu64 " failed TLS sessions", in->name,
-            in->connections, in->refused, in->idle_closed, in->malformed,
-            in->tls_failed);
-    log_msg("input '%s': connection slots: %" PRIu64 " refused over "
-            "max_connections_per_address, %" PRIu64 " refused for want of "
-            "a file descriptor, %" PRIu64 " silent closed to make room, "
-            "%" PRIu64 " closed past tls_handshake_timeout_ms, %" PRIu64
-            " closed past first_message_timeout_ms", in->name,
-            in->refused_address, in->refused_fd, in->evicted,
-            in->handshake_late, in->message_late);
+    if (in->counters) log_counters(in);
   }
   for (size_t i = 0; i < st->noutputs; i++) {
     output_sink *o = &pl->outputs[i].sink;

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "output.h"
+#include "plugin.h"
 
 typedef struct pipeline pipeline;
 
@@ -26,21 +27,10 @@ typedef struct pipeline_input_stats {
    * record), and the records it made none of: records = records that
    * made messages + empty + dead. */
   uint64_t messages, empty;
-  /* A syslog_input's (kind "syslog"): connections accepted; refused over
-   * max_connections, over max_connections_per_address, for want of a file
-   * descriptor; closed silent to make room, with a TLS handshake or a
-   * first message late, idle; TLS sessions that failed (a handshake
-   * refused, a certificate not verified); frames that were no syslog
-   * frames; datagrams the kernel dropped while the socket was not read.
-   * A datagram listener (datagrams) has no connections. */
-  const char *kind;
-  bool datagrams;
-  uint64_t connections, refused, refused_address, refused_fd, evicted,
-      handshake_late, message_late, idle_closed, tls_failed, malformed,
-      dropped;
-  /* A tail_input's (kind "tail"): files that waited for a free slot or
-   * file descriptor; files open(2) refused (unreadable), until readable. */
-  uint64_t waited, unreadable;
+  /* Its type's own counters (plugin.h: plugin_counter), {NULL}-ended,
+   * and their values; NULL: none. */
+  const plugin_counter *counters;
+  uint64_t values[PLUGIN_COUNTERS_MAX];
 } pipeline_input_stats;
 
 typedef struct {

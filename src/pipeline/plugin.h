@@ -18,8 +18,19 @@
 
 typedef struct pl_input pl_input;
 typedef struct pl_source pl_source;
-struct pipeline_input_stats;
 struct router_output;
+
+/* A counter an input type keeps, declared so that the run's summary and
+ * the metrics file show it with no edit elsewhere. */
+typedef struct plugin_counter {
+  const char *metric;     /* "lumberjit_syslog_connections_total": a
+                             Prometheus counter, labelled by input */
+  const char *help;       /* the metric's HELP text */
+  const char *summary;    /* what the summary says after the number */
+} plugin_counter;
+
+/* Counters of one input at most. */
+#define PLUGIN_COUNTERS_MAX 16
 
 /* What an input type does in the pipeline. */
 typedef struct input_kind {
@@ -36,8 +47,10 @@ typedef struct input_kind {
   /* Holds a source's reading (an output is full, its worker behind) or
    * lets it go on; NULL: input_pause and input_resume its input. */
   void (*hold)(pl_source *src, bool hold);
-  /* Adds the kind's own counters; may be NULL. */
-  void (*stats)(pl_input *pi, struct pipeline_input_stats *st);
+  /* Its declared counters ({NULL}-ended; they may differ between its
+   * inputs: a datagram listener has no connections), and their values
+   * now, in that order. NULL: none. */
+  const plugin_counter *(*counters)(pl_input *pi, uint64_t *values);
   /* File descriptors it may hold at most (tail's files, syslog's
    * connections), for the warning that the limit cannot give them all;
    * NULL: a few. */

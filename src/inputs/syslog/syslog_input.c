@@ -273,24 +273,68 @@ static void syslog_hold(pl_source *src, bool hold)
   else syslog_dgram_hold(l->dgram, hold);
 }
 
-static void syslog_stats(pl_input *pi, pipeline_input_stats *st)
+/* A stream listener's counters; connection slots: syslog_accept.c. */
+static const plugin_counter stream_counters[] = {
+  {"lumberjit_syslog_connections_total", "Connections accepted.",
+   "connections"},
+  {"lumberjit_syslog_refused_connections_total",
+   "Connections refused over max_connections.",
+   "refused over max_connections"},
+  {"lumberjit_syslog_address_refused_connections_total",
+   "Connections refused over max_connections_per_address.",
+   "refused over max_connections_per_address"},
+  {"lumberjit_syslog_fd_refused_connections_total",
+   "Connections refused for want of a file descriptor.",
+   "refused for want of a file descriptor"},
+  {"lumberjit_syslog_evicted_connections_total",
+   "Silent connections closed to make room for a new one.",
+   "silent closed to make room"},
+  {"lumberjit_syslog_handshake_timeout_connections_total",
+   "Connections closed with no TLS handshake within "
+   "tls_handshake_timeout_ms.", "closed past tls_handshake_timeout_ms"},
+  {"lumberjit_syslog_first_message_timeout_connections_total",
+   "Connections closed with no whole message within "
+   "first_message_timeout_ms.", "closed past first_message_timeout_ms"},
+  {"lumberjit_syslog_idle_closed_connections_total",
+   "Connections closed for being idle.", "closed idle"},
+  {"lumberjit_syslog_tls_failed_connections_total",
+   "TLS sessions that failed: a handshake refused, a certificate not "
+   "verified.", "failed TLS sessions"},
+  {"lumberjit_syslog_malformed_frames_total",
+   "Frames that were no syslog frames.", "malformed frames"},
+  {NULL, NULL, NULL}
+};
+
+static const plugin_counter datagram_counters[] = {
+  {"lumberjit_syslog_malformed_frames_total",
+   "Frames that were no syslog frames.", "malformed datagrams"},
+  {"lumberjit_syslog_dropped_datagrams_total",
+   "Datagrams the kernel dropped while the socket was not read.",
+   "datagrams dropped by the kernel"},
+  {NULL, NULL, NULL}
+};
+
+static const plugin_counter *syslog_count(pl_input *pi, uint64_t *values)
 {
   syslog_listener *l = pi->state;
 
-  if (l->dgram) syslog_dgram_count_drops(l->dgram);
-  st->kind = "syslog";
-  st->datagrams = l->dgram != NULL;
-  st->connections = l->connections;
-  st->refused = l->refused.count;
-  st->refused_address = l->refused_address.count;
-  st->refused_fd = l->refused_fd.count;
-  st->evicted = l->evicted.count;
-  st->handshake_late = l->handshake_late.count;
-  st->message_late = l->message_late.count;
-  st->tls_failed = l->tls_failed.count;
-  st->idle_closed = l->idle_closed.count;
-  st->malformed = l->malformed;
-  st->dropped = l->dropped;
+  if (l->dgram) {
+    syslog_dgram_count_drops(l->dgram);
+    values[0] = l->malformed;
+    values[1] = l->dropped;
+    return datagram_counters;
+  }
+  values[0] = l->connections;
+  values[1] = l->refused.count;
+  values[2] = l->refused_address.count;
+  values[3] = l->refused_fd.count;
+  values[4] = l->evicted.count;
+  values[5] = l->handshake_late.count;
+  values[6] = l->message_late.count;
+  values[7] = l->idle_closed.count;
+  values[8] = l->tls_failed.count;
+  values[9] = l->malformed;
+  return stream_counters;
 }
 
 /* Stream listeners hold a descriptor a connection. */
@@ -306,6 +350,6 @@ const input_kind syslog_input_kind = {
   .build = syslog_build, .start = syslog_start, .stop = syslog_stop,
   .source_finished = syslog_source_finished,
   .close_handles = syslog_close_handles, .free = syslog_free,
-  .hold = syslog_hold, .stats = syslog_stats,
+  .hold = syslog_hold, .counters = syslog_count,
   .descriptors = syslog_descriptors,
 };

@@ -635,13 +635,23 @@ static void tail_close_handles(pl_input *pi)
   close_handles(pi->state);
 }
 
-static void tail_stats(pl_input *pi, pipeline_input_stats *st)
+static const plugin_counter tail_counters[] = {
+  {"lumberjit_tail_waiting_files_total",
+   "Files that waited for a free slot or file descriptor.",
+   "files waited for a free slot or file descriptor"},
+  {"lumberjit_tail_unreadable_files_total",
+   "Files that could not be opened (permissions): read once they can be.",
+   "could not be read (permissions)"},
+  {NULL, NULL, NULL}
+};
+
+static const plugin_counter *tail_count(pl_input *pi, uint64_t *values)
 {
   tail *t = pi->state;
 
-  st->kind = "tail";
-  st->waited = t->waited;
-  st->unreadable = t->unreadable;
+  values[0] = t->waited;
+  values[1] = t->unreadable;
+  return tail_counters;
 }
 
 static void tail_free(pl_input *pi)
@@ -659,6 +669,6 @@ const input_kind tail_input_kind = {
   .build = tail_build, .start = tail_start, .stop = tail_stop,
   .source_finished = tail_source_finished,
   .close_handles = tail_close_handles, .free = tail_free,
-  .stats = tail_stats, .descriptors = tail_descriptors,
+  .counters = tail_count, .descriptors = tail_descriptors,
   .close_shared = tail_close_dirs,
 };
