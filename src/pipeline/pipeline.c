@@ -200,7 +200,7 @@ static void on_chunk_done(void *ud, input *in)
   if (!src->w) pipeline_source_place(src);
   job->input = src->ri;
   job->source = src;
-  job->file = src->file ? src->in.path : NULL;
+  job->file = src->names_file ? src->in.path : NULL;
   job->is_offset = in->is_offset;
   job->ticket = src->ticket;
   job->done_offset = handed_on(src);

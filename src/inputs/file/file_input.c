@@ -8,21 +8,30 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input_host.h"
 #include "log.h"
-#include "pipeline_internal.h"
 
 typedef struct {
   char *path;
 } file_settings;
 
+/* The input's: the path its source reads, kept while the pipeline runs. */
+typedef struct {
+  char *path;
+} file_state;
+
 /* The file's one source, starting where its checkpoint says. */
 static int resume_file(pl_input *pi, pl_source *src, const config_plugin *p,
                        const char *path, char *err, size_t errlen)
 {
+  checkpoint_store *store = pl_input_checkpoints(pi);
+  input *in = pl_source_reader(src);
+  checkpoint_source *ckpt;
   struct stat sb;
   uint64_t offset;
   bool known;
@@ -34,23 +43,24 @@ static int resume_file(pl_input *pi, pl_source *src, const config_plugin *p,
   fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0 || fstat(fd, &sb) != 0) {
     snprintf(err, errlen, "%s:%d: input '%s': cannot open %s: %s",
-             pi->pl->cfg->file, p->line, p->name, path, strerror(errno));
+             pl_input_config(pi)->file, p->line, p->name, path,
+             strerror(errno));
     if (fd >= 0) close(fd);
     return -1;
   }
-  src->in.fd = fd;
-  src->ckpt = checkpoint_track(&pi->pl->store, pi->name, path, fd, &sb,
-                               &offset, &known);
-  if (!src->ckpt) {
+  in->fd = fd;
+  ckpt = checkpoint_track(store, p->name, path, fd, &sb, &offset, &known);
+  if (!ckpt) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   if (offset > 0)
     log_msg("input '%s': resuming %s at offset %" PRIu64 " (%s)", p->name,
-            path, offset, pi->pl->store.state_file);
-  src->in.read_offset = src->in.done_offset = offset;
+            path, offset, store->state_file);
+  pl_source_set_file(src, ckpt);
+  in->read_offset = in->done_offset = offset;
   /* A stop inside a line leaves it to the resumed run (input.h). */
-  src->in.hold_partial = pi->pl->store.state_file != NULL;
+  in->hold_partial = store->state_file != NULL;
   return 0;
 }
 
@@ -68,41 +78,53 @@ static int build_reader(pl_input *pi, const config_plugin *p, char *err,
                         size_t errlen)
 {
   const file_settings *f = p->settings;
-  pl_source *src = pipeline_source_new(pi);
+  pl_source *src = pl_source_new(pi);
+  file_state *st = calloc(1, sizeof *st);
+  input *in;
 
-  if (!src) {
+  pl_input_set_state(pi, st);
+  if (!src || !st || (f && !(st->path = strdup(f->path)))) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  src->in.readbuf_size = reader_buffer_size(pi->pl->cfg->memory_budget);
+  in = pl_source_reader(src);
+  in->readbuf_size = reader_buffer_size(pl_input_config(pi)->memory_budget);
   if (!f) return 0; /* standard input */
-  src->in.path = pipeline_keep(pi->pl, f->path);
-  if (!src->in.path) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
+  in->path = st->path;
   return resume_file(pi, src, p, f->path, err, errlen);
 }
 
 static int start_reader(pl_input *pi, char *err, size_t errlen)
 {
-  return input_start(&pi->sources->in, pi->pl->loop, err, errlen);
+  return input_start(pl_source_reader(pl_input_sources(pi)),
+                     pl_input_loop(pi), err, errlen);
 }
 
 static void stop_reader(pl_input *pi)
 {
-  if (pi->sources) input_stop(&pi->sources->in);
+  pl_source *src = pl_input_sources(pi);
+
+  if (src) input_stop(pl_source_reader(src));
 }
 
 static void reader_finished(pl_input *pi, pl_source *src)
 {
   (void)src;
-  pipeline_input_done(pi);
+  pl_input_done(pi);
+}
+
+static void free_reader(pl_input *pi)
+{
+  file_state *st = pl_input_state(pi);
+
+  if (st) free(st->path);
+  free(st);
+  pl_input_set_state(pi, NULL);
 }
 
 static const input_kind reader_kind = {
   .build = build_reader, .start = start_reader, .stop = stop_reader,
-  .source_finished = reader_finished,
+  .source_finished = reader_finished, .free = free_reader,
 };
 
 static const char *file_path(const config_plugin *p)

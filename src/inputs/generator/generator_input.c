@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "input_host.h"
 #include "line_generator.h"
 
 /* Lines per chunk: about 500 KB of syslog lines, as much as a file read
@@ -40,13 +41,13 @@ static int generator_build(pl_input *pi, const config_plugin *p, char *err,
   const config_generator *cfg = p->settings;
   generator *g = calloc(1, sizeof *g);
 
-  if (g) g->src = pipeline_source_new(pi);
+  if (g) g->src = pl_source_new(pi);
   if (!g || !g->src) {
     free(g);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  pi->state = g;
+  pl_input_set_state(pi, g);
   line_generator_init(&g->lines, (line_format)cfg->format, cfg->seed);
   g->count = cfg->count;
   g->rate = cfg->rate;
@@ -55,7 +56,7 @@ static int generator_build(pl_input *pi, const config_plugin *p, char *err,
 
 static void finish(generator *g)
 {
-  input *in = &g->src->in;
+  input *in = pl_source_reader(g->src);
 
   if (g->finished) return;
   g->finished = true;
@@ -68,7 +69,7 @@ static void finish(generator *g)
  * generator (g->held). */
 static void make_chunk(generator *g, uint64_t n)
 {
-  input *in = &g->src->in;
+  input *in = pl_source_reader(g->src);
   time_t now = time(NULL);
 
   for (uint64_t i = 0; i < n; i++) {
@@ -110,8 +111,8 @@ static void on_tick(uv_timer_t *h)
 
 static int generator_start(pl_input *pi, char *err, size_t errlen)
 {
-  generator *g = pi->state;
-  uv_loop_t *loop = pi->pl->loop;
+  generator *g = pl_input_state(pi);
+  uv_loop_t *loop = pl_input_loop(pi);
 
   (void)err, (void)errlen;
   uv_idle_init(loop, &g->idle);
@@ -126,14 +127,14 @@ static int generator_start(pl_input *pi, char *err, size_t errlen)
 
 static void generator_stop(pl_input *pi)
 {
-  generator *g = pi->state;
+  generator *g = pl_input_state(pi);
 
   if (g->handles_open) finish(g);
 }
 
 static void generator_hold(pl_source *src, bool hold)
 {
-  generator *g = src->owner->state;
+  generator *g = pl_input_state(pl_source_owner(src));
 
   g->held = hold;
   /* The timer ticks on while held: it makes nothing then. */
@@ -145,12 +146,12 @@ static void generator_hold(pl_source *src, bool hold)
 static void generator_source_finished(pl_input *pi, pl_source *src)
 {
   (void)src;
-  pipeline_input_done(pi);
+  pl_input_done(pi);
 }
 
 static void generator_close_handles(pl_input *pi)
 {
-  generator *g = pi->state;
+  generator *g = pl_input_state(pi);
 
   if (!g || !g->handles_open) return;
   g->handles_open = false;
@@ -160,8 +161,8 @@ static void generator_close_handles(pl_input *pi)
 
 static void generator_free(pl_input *pi)
 {
-  free(pi->state);
-  pi->state = NULL;
+  free(pl_input_state(pi));
+  pl_input_set_state(pi, NULL);
 }
 
 const input_kind generator_input_kind = {

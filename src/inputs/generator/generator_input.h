@@ -22,7 +22,7 @@
 #ifndef LUMBERJIT_GENERATOR_INPUT_H
 #define LUMBERJIT_GENERATOR_INPUT_H
 
-#include "pipeline_internal.h"
+#include "plugin.h"
 
 /* Its settings (generator_config.c reads them). */
 typedef struct {

@@ -50,7 +50,7 @@
 
 static uv_loop_t *loop_of(const syslog_listener *l)
 {
-  return l->pi->pl->loop;
+  return pl_input_loop(l->pi);
 }
 
 /* "127.0.0.1" into peer and "127.0.0.1:40312" into label; on unix

@@ -28,7 +28,7 @@
 
 static uv_loop_t *loop_of(const syslog_conn *c)
 {
-  return c->l->pi->pl->loop;
+  return pl_input_loop(c->l->pi);
 }
 
 static void arm_deadline(syslog_conn *c);
@@ -45,7 +45,7 @@ static void spoke(syslog_conn *c)
 static void on_message(void *ud, const char *bytes, size_t len, unsigned piece)
 {
   syslog_conn *c = ud;
-  input *in = &c->src->in;
+  input *in = pl_source_reader(c->src);
 
   if (piece <= 1) c->seq++; /* the pieces of a message share its number */
   spoke(c);
@@ -58,7 +58,8 @@ static void on_malformed(void *ud, const char *bytes, size_t len,
   syslog_conn *c = ud;
 
   spoke(c);
-  syslog_malformed(c->l, c->src->from, ++c->seq, bytes, len, reason);
+  syslog_malformed(c->l, c->peer[0] ? c->peer : NULL, ++c->seq, bytes, len,
+                   reason);
 }
 
 static void on_plain(void *ud, const char *bytes, size_t len)
@@ -136,7 +137,7 @@ static void on_closed(uv_handle_t *h)
       break;
     }
   l->nconns--;
-  pipeline_source_free(c->src);
+  pl_source_free(c->src);
   frame_free(&c->frame);
   tls_session_free(c->tls);
   buf_free(&c->tls_out);
@@ -157,7 +158,7 @@ static void close_socket(syslog_conn *c)
 static void end(syslog_conn *c)
 {
   frame_handler h = {on_message, on_malformed, c};
-  input *in = &c->src->in;
+  input *in = pl_source_reader(c->src);
 
   if (c->ended) return;
   c->ended = true;
@@ -166,13 +167,13 @@ static void end(syslog_conn *c)
   uv_timer_stop(&c->deadline);
   frame_end(&c->frame, &h);
   close_socket(c);
-  pipeline_source_chunk_done(c->src);
+  pl_source_chunk_done(c->src);
   in->handler.finished(in->handler.ud, in, NULL);
 }
 
 static void end_logged(syslog_conn *c, const char *why)
 {
-  log_msg("input '%s': connection from %s: %s", c->l->pi->name, c->label,
+  log_msg("input '%s': connection from %s: %s", pl_input_name(c->l->pi), c->label,
           why);
   end(c);
 }
@@ -190,7 +191,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
   syslog_conn *c = s->data;
 
   if (nread > 0) {
-    if (take(c, b->base, (size_t)nread)) pipeline_source_chunk_done(c->src);
+    if (take(c, b->base, (size_t)nread)) pl_source_chunk_done(c->src);
     else end(c);
   } else if (nread == UV_EOF || nread == UV_ECONNRESET) {
     end(c); /* a reset loses nothing read: it was framed already */
@@ -268,11 +269,11 @@ void syslog_conn_close(syslog_conn *c)
 bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
                       const char *label)
 {
-  uv_loop_t *loop = l->pi->pl->loop;
+  uv_loop_t *loop = pl_input_loop(l->pi);
   syslog_conn *c = calloc(1, sizeof *c);
 
   if (!c || (l->tls && !(c->tls = tls_session_new(l->tls))) ||
-      !(c->src = pipeline_source_new(l->pi))) {
+      !(c->src = pl_source_new(l->pi))) {
     if (c) tls_session_free(c->tls);
     free(c);
     return false;
@@ -291,8 +292,8 @@ bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
   uv_timer_init(loop, &c->deadline);
   c->deadline.data = c;
   c->open_handles = 2;
-  c->src->conn = c;
-  c->src->from = c->peer[0] ? c->peer : NULL;
+  pl_source_set_data(c->src, c);
+  pl_source_set_sender(c->src, c->peer[0] ? c->peer : NULL);
   frame_init(&c->frame, l->framing, l->max_line, l->keep_cr);
   c->next = l->conns;
   l->conns = c;
@@ -302,7 +303,7 @@ bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
   c->waiting_since = c->last_read = uv_now(loop);
   arm_deadline(c);
   uv_read_start(&c->h.stream, on_alloc, on_read);
-  if (l->pi->pl->paused) syslog_conn_hold(c, true);
+  if (pl_input_held(l->pi)) syslog_conn_hold(c, true);
   return true;
 }
 

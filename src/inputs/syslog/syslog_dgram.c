@@ -41,6 +41,7 @@ struct syslog_dgram {
   struct sockaddr_storage senders[SYSLOG_DGRAM_BATCH];
   struct sockaddr_storage last_sender; /* whose text `from` is */
   char from[SYSLOG_ADDR_TEXT];
+  const char *sender;       /* the datagram's being taken: from, or NULL */
 };
 
 /* The kernel's buffer: SO_RCVBUFFORCE passes net.core.rmem_max when the
@@ -116,7 +117,7 @@ int syslog_dgram_open(syslog_listener *l, const config_syslog *cfg,
 static void on_message(void *ud, const char *bytes, size_t len, unsigned piece)
 {
   syslog_dgram *d = ud;
-  input *in = &d->src->in;
+  input *in = pl_source_reader(d->src);
 
   if (piece <= 1) d->seq++;
   in->handler.record(in->handler.ud, in, bytes, len, d->seq, piece);
@@ -127,7 +128,7 @@ static void on_malformed(void *ud, const char *bytes, size_t len,
 {
   syslog_dgram *d = ud;
 
-  syslog_malformed(d->l, d->src->from, ++d->seq, bytes, len, reason);
+  syslog_malformed(d->l, d->sender, ++d->seq, bytes, len, reason);
 }
 
 /* The sender's address as text: the last sender's is kept, as datagrams
@@ -162,7 +163,8 @@ static void take(syslog_dgram *d, struct mmsghdr *m)
   frame_handler h = {on_message, on_malformed, d};
   const char *bytes = m->msg_hdr.msg_iov->iov_base;
 
-  d->src->from = sender(d, &m->msg_hdr);
+  d->sender = sender(d, &m->msg_hdr);
+  pl_source_set_sender(d->src, d->sender);
   if (m->msg_hdr.msg_flags & MSG_TRUNC) {
     char why[128];
     snprintf(why, sizeof why, "a datagram longer than %u bytes: the kernel "
@@ -190,8 +192,8 @@ static ssize_t receive(syslog_dgram *d)
     take(d, &d->msgs[i]);
     bytes += d->msgs[i].msg_len;
   }
-  pipeline_source_chunk_done(d->src);
-  d->src->from = NULL;
+  pl_source_chunk_done(d->src);
+  pl_source_set_sender(d->src, d->sender = NULL);
   return bytes > 0 ? bytes : n; /* empty datagrams still count as read */
 }
 
@@ -201,7 +203,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
 
   (void)events;
   if (status < 0) {
-    log_msg("input '%s': polling %s: %s", d->l->pi->name, d->l->address,
+    log_msg("input '%s': polling %s: %s", pl_input_name(d->l->pi), d->l->address,
             uv_strerror(status));
     return;
   }
@@ -209,7 +211,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
   for (int i = 0; i < BATCHES_PER_WAKEUP && !d->held; i++) {
     ssize_t n = receive(d);
     if (n < 0)
-      log_msg("input '%s': reading %s: %s", d->l->pi->name, d->l->address,
+      log_msg("input '%s': reading %s: %s", pl_input_name(d->l->pi), d->l->address,
               strerror(errno));
     if (n <= 0) break;
   }
@@ -220,22 +222,22 @@ int syslog_dgram_start(syslog_listener *l, char *err, size_t errlen)
   syslog_dgram *d = l->dgram;
   int rc;
 
-  if (!(d->src = pipeline_source_new(l->pi))) {
-    snprintf(err, errlen, "input '%s': out of memory", l->pi->name);
+  if (!(d->src = pl_source_new(l->pi))) {
+    snprintf(err, errlen, "input '%s': out of memory", pl_input_name(l->pi));
     return -1;
   }
-  rc = uv_poll_init(l->pi->pl->loop, &d->poll, d->fd);
+  rc = uv_poll_init(pl_input_loop(l->pi), &d->poll, d->fd);
   if (rc == 0) {
     d->poll_open = true;
     d->poll.data = d;
     rc = uv_poll_start(&d->poll, UV_READABLE, on_readable);
   }
   if (rc != 0) {
-    snprintf(err, errlen, "input '%s': cannot poll %s: %s", l->pi->name,
+    snprintf(err, errlen, "input '%s': cannot poll %s: %s", pl_input_name(l->pi),
              l->address, uv_strerror(rc));
     return -1;
   }
-  if (l->pi->pl->paused) syslog_dgram_hold(d, true);
+  if (pl_input_held(l->pi)) syslog_dgram_hold(d, true);
   return 0;
 }
 
@@ -266,7 +268,7 @@ void syslog_dgram_drain(syslog_dgram *d)
     budget -= n;
   }
   uv_poll_stop(&d->poll);
-  in = &d->src->in;
+  in = pl_source_reader(d->src);
   in->handler.finished(in->handler.ud, in, NULL);
 }
 
@@ -286,7 +288,7 @@ static void on_poll_closed(uv_handle_t *h)
   syslog_dgram *d = h->data;
 
   release_socket(d);
-  if (d->src) pipeline_source_free(d->src);
+  if (d->src) pl_source_free(d->src);
   d->src = NULL;
   syslog_maybe_done(d->l);
 }

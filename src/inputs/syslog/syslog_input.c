@@ -59,7 +59,7 @@ void syslog_bound_address(syslog_listener *l, const struct sockaddr *sa)
 void syslog_tally_note(syslog_listener *l, syslog_tally *t, const char *fmt,
                        ...)
 {
-  uint64_t now = uv_now(l->pi->pl->loop);
+  uint64_t now = uv_now(pl_input_loop(l->pi));
   char text[512];
   va_list ap;
 
@@ -69,19 +69,14 @@ void syslog_tally_note(syslog_listener *l, syslog_tally *t, const char *fmt,
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   log_msg("input '%s': %s (%llu so far, logged at most once a second)",
-          l->pi->name, text, (unsigned long long)t->count);
+          pl_input_name(l->pi), text, (unsigned long long)t->count);
 }
 
 void syslog_malformed(syslog_listener *l, const char *from, uint64_t position,
                       const char *bytes, size_t len, const char *reason)
 {
-  pipeline *pl = l->pi->pl;
-  msg_origin o = {l->pi->name, position, false, bytes, len, NULL, NULL, from,
-                  0};
-
   l->malformed++;
-  dead_letter_write(&pl->dl, "input", l->pi->name, reason, &o);
-  output_flush(pl->dl.sink);
+  pl_input_dead_letter(l->pi, from, position, bytes, len, reason);
 }
 
 /* ---- binding ---- */
@@ -136,11 +131,9 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
   char why[512] = "out of memory";
   int rc = -1;
 
-  pi->state = l;
-  pi->ri.sender_field = pipeline_keep(pi->pl, cfg->sender_field);
-  pi->ri.listener_field = pipeline_keep(pi->pl, cfg->listener_field);
-  if (!l || (cfg->sender_field && !pi->ri.sender_field) ||
-      (cfg->listener_field && !pi->ri.listener_field))
+  pl_input_set_state(pi, l);
+  if (!l || pl_input_set_fields(pi, NULL, cfg->sender_field,
+                                cfg->listener_field) != 0)
     goto fail;
   *l = (syslog_listener){
       .pi = pi, .transport = cfg->transport, .framing = cfg->framing,
@@ -161,35 +154,36 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
   if (cfg->transport == SYSLOG_UDP || cfg->transport == SYSLOG_UNIX_DGRAM) {
     rc = syslog_dgram_open(l, cfg, why, sizeof why);
   } else if ((l->readbuf = malloc(SYSLOG_READ_SIZE))) {
-    pi->spreads = true; /* connections go to the workers in turn */
-    uv_timer_init(pi->pl->loop, &l->stop_timer);
+    pl_input_spread(pi); /* connections go to the workers in turn */
+    uv_timer_init(pl_input_loop(pi), &l->stop_timer);
     l->stop_timer.data = l;
     l->stop_timer_open = true;
     rc = syslog_accept_listen(l, cfg, why, sizeof why);
   }
 fail:
   if (rc != 0)
-    snprintf(err, errlen, "%s:%d: input '%s': %s", pi->pl->cfg->file, p->line,
-             p->name, why);
+    snprintf(err, errlen, "%s:%d: input '%s': %s", pl_input_config(pi)->file,
+             p->line, p->name, why);
   return rc;
 }
 
 static int syslog_start(pl_input *pi, char *err, size_t errlen)
 {
-  syslog_listener *l = pi->state;
+  syslog_listener *l = pl_input_state(pi);
 
   if (l->dgram && syslog_dgram_start(l, err, errlen) != 0) return -1;
   if (l->server_open) syslog_accept_start(l);
   l->started = true;
-  log_msg("input '%s': listening on %s", pi->name, l->address);
+  log_msg("input '%s': listening on %s", pl_input_name(pi), l->address);
   return 0;
 }
 
 void syslog_maybe_done(syslog_listener *l)
 {
   if (l->started && l->stopping && !l->server_open && l->nconns == 0 &&
-      (!l->dgram || syslog_dgram_closed(l->dgram)) && !l->pi->done)
-    pipeline_input_done(l->pi);
+      (!l->dgram || syslog_dgram_closed(l->dgram)) &&
+      !pl_input_is_done(l->pi))
+    pl_input_done(l->pi);
 }
 
 /* Stopping: connections that went quiet (or all, past half the stop
@@ -197,8 +191,8 @@ void syslog_maybe_done(syslog_listener *l)
  * so the list holds while it is walked. */
 static bool end_quiet_connections(syslog_listener *l)
 {
-  uint64_t now = uv_now(l->pi->pl->loop);
-  bool late = now - l->stopped_at >= l->pi->pl->stop_timeout_ms / 2;
+  uint64_t now = uv_now(pl_input_loop(l->pi));
+  bool late = now - l->stopped_at >= pl_input_stop_timeout_ms(l->pi) / 2;
   bool open = false;
 
   for (syslog_conn *c = l->conns; c; c = c->next) {
@@ -218,11 +212,11 @@ static void on_stop_timer(uv_timer_t *t)
 
 static void syslog_stop(pl_input *pi)
 {
-  syslog_listener *l = pi->state;
+  syslog_listener *l = pl_input_state(pi);
 
   if (l->stopping) return;
   l->stopping = true;
-  l->stopped_at = uv_now(pi->pl->loop);
+  l->stopped_at = uv_now(pl_input_loop(pi));
   if (l->readbuf) syslog_accept_stop(l);
   if (l->dgram) syslog_dgram_drain(l->dgram);
   if (l->stop_timer_open && end_quiet_connections(l))
@@ -233,15 +227,17 @@ static void syslog_stop(pl_input *pi)
 
 static void syslog_source_finished(pl_input *pi, pl_source *src)
 {
-  syslog_listener *l = pi->state;
+  syslog_listener *l = pl_input_state(pi);
 
-  if (src->conn) syslog_conn_close(src->conn);
+  syslog_conn *c = pl_source_data(src);
+
+  if (c) syslog_conn_close(c);
   else syslog_dgram_close(l->dgram);
 }
 
 static void syslog_close_handles(pl_input *pi)
 {
-  syslog_listener *l = pi->state;
+  syslog_listener *l = pl_input_state(pi);
 
   if (!l) return;
   if (l->readbuf) syslog_accept_close(l);
@@ -254,7 +250,7 @@ static void syslog_close_handles(pl_input *pi)
 
 static void syslog_free(pl_input *pi)
 {
-  syslog_listener *l = pi->state;
+  syslog_listener *l = pl_input_state(pi);
 
   if (!l) return;
   syslog_dgram_free(l->dgram);
@@ -262,14 +258,15 @@ static void syslog_free(pl_input *pi)
   free(l->readbuf);
   free(l->path);
   free(l);
-  pi->state = NULL;
+  pl_input_set_state(pi, NULL);
 }
 
 static void syslog_hold(pl_source *src, bool hold)
 {
-  syslog_listener *l = src->owner->state;
+  syslog_listener *l = pl_input_state(pl_source_owner(src));
+  syslog_conn *c = pl_source_data(src);
 
-  if (src->conn) syslog_conn_hold(src->conn, hold);
+  if (c) syslog_conn_hold(c, hold);
   else syslog_dgram_hold(l->dgram, hold);
 }
 
@@ -316,7 +313,7 @@ static const plugin_counter datagram_counters[] = {
 
 static const plugin_counter *syslog_count(pl_input *pi, uint64_t *values)
 {
-  syslog_listener *l = pi->state;
+  syslog_listener *l = pl_input_state(pi);
 
   if (l->dgram) {
     syslog_dgram_count_drops(l->dgram);

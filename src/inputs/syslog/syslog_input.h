@@ -1,6 +1,6 @@
 /*
  * syslog_input.h - a syslog listener: the input kind of syslog_input
- * (pipeline_internal.h), one per address, replacing rsyslog's imtcp,
+ * (plugin.h), one per address, replacing rsyslog's imtcp,
  * imudp, imuxsock and imtcp with TLS.
  *
  *   tcp = { type = "syslog_input", address = "tcp://127.0.0.1:514",
@@ -82,7 +82,7 @@
 #include <sys/socket.h>
 
 #include "frame.h"
-#include "pipeline_internal.h"
+#include "plugin.h"
 
 typedef enum {
   SYSLOG_TCP, SYSLOG_TLS, SYSLOG_UDP, SYSLOG_UNIX_DGRAM, SYSLOG_UNIX_STREAM

@@ -41,6 +41,9 @@ static tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
 
   if (t) {
     t->pi = pi;
+    t->name = pl_input_name(pi);
+    t->store = pl_input_checkpoints(pi);
+    t->loop = pl_input_loop(pi);
     t->cfg = *cfg;
     t->cfg.paths = config_list_copy(cfg->paths);
     t->cfg.exclude = config_list_copy(cfg->exclude);
@@ -48,7 +51,7 @@ static tail *tail_create(pl_input *pi, const config_tail *cfg, char *err,
   }
   if (!t || !t->cfg.paths || !t->cfg.exclude ||
       (cfg->join.pattern && !t->cfg.join.pattern)) {
-    snprintf(err, errlen, "input '%s': out of memory", pi->name);
+    snprintf(err, errlen, "input '%s': out of memory", pl_input_name(pi));
     free_tail(t);
     return NULL;
   }
@@ -67,11 +70,11 @@ static void hold(tail *t, tail_file *f, bool no_fds)
   t->waited++;
   if (!no_fds && !t->warned_slots)
     log_msg("input '%s': %zu files open (max_open_files); %s waits for a "
-            "free slot, as will others", t->pi->name, t->open_files, f->path);
+            "free slot, as will others", t->name, t->open_files, f->path);
   else if (no_fds && !t->warned_fds)
     log_msg("input '%s': no file descriptor free for %s (%zu files open; "
             "ulimit -n %" PRIu64 ", %d kept for checkpoints and outputs); it "
-            "waits for one, as will others", t->pi->name, f->path,
+            "waits for one, as will others", t->name, f->path,
             t->open_files, fd_limit_current(), FD_LIMIT_RESERVED);
   if (no_fds) t->warned_fds = true;
   else t->warned_slots = true;
@@ -109,7 +112,7 @@ static int open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
       f->unreadable = true;
       t->unreadable++;
       log_msg("input '%s': cannot read %s: %s; it is read once it can be",
-              t->pi->name, path, strerror(errno));
+              t->name, path, strerror(errno));
     }
     return -1;
   }
@@ -132,7 +135,7 @@ static void on_file_event(uv_fs_event_t *h, const char *name, int events,
 static void on_at_end(void *ud, input *in)
 {
   (void)ud;
-  ((pl_source *)in)->file->size = in->read_offset;
+  ((tail_file *)pl_source_data(pl_source_of(in)))->size = in->read_offset;
 }
 
 static void log_truncated(const tail_file *f, const input *in)
@@ -142,10 +145,10 @@ static void log_truncated(const tail_file *f, const input *in)
             "(the %zu bytes of an unfinished last line read before go to the "
             "dead-letter path, not on: a copy of the file, if followed, has "
             "the line whole)",
-            f->t->pi->name, f->path, in->carry.len);
+            f->t->name, f->path, in->carry.len);
   else
     log_msg("input '%s': %s was truncated; reading it again from the start",
-            f->t->pi->name, f->path);
+            f->t->name, f->path);
 }
 
 /* What a restart needs to know the file holds what was read: its first
@@ -162,7 +165,7 @@ static void remember_read(tail_file *f)
  * bytes now at the offset, the middle of some new line, are not taken. */
 static bool on_read(void *ud, input *in, const char *data, size_t len)
 {
-  tail_file *f = ((pl_source *)in)->file;
+  tail_file *f = pl_source_data(pl_source_of(in));
 
   (void)ud;
   if (f->sig.offset == in->read_offset &&
@@ -203,28 +206,31 @@ static void unwatch_file(tail_file *f)
 static void start_reading(tail *t, tail_file *f, int fd)
 {
   pl_source *src;
+  input *in;
   char err[512];
 
-  if (!(src = pipeline_source_new(t->pi))) {
-    log_msg("input '%s': out of memory; %s is not read for now", t->pi->name,
+  if (!(src = pl_source_new(t->pi))) {
+    log_msg("input '%s': out of memory; %s is not read for now", t->name,
             f->path);
     close(fd);
     return;
   }
-  src->file = f;
-  src->ckpt = f->ckpt;
-  src->in.path = f->path;
-  src->in.fd = fd;
-  src->in.follow = true;
-  src->in.readbuf_size = t->cfg.read_buffer;
-  src->in.read_offset = src->in.done_offset = f->offset;
-  src->in.handler.at_end = on_at_end;
-  src->in.handler.follows = on_read;
+  in = pl_source_reader(src);
+  pl_source_set_data(src, f);
+  pl_source_set_file(src, f->ckpt);
+  in->path = f->path;
+  in->fd = fd;
+  in->follow = true;
+  in->readbuf_size = t->cfg.read_buffer;
+  in->read_offset = in->done_offset = f->offset;
+  in->handler.at_end = on_at_end;
+  in->handler.follows = on_read;
   if (t->cfg.join.mode != JOIN_NONE)
-    join_init(&src->join, &t->cfg.join, t->pi->pl->join_matcher);
-  if (input_start(&src->in, t->loop, err, sizeof err) != 0) {
+    join_init(pl_source_joiner(src), &t->cfg.join,
+              pl_input_join_matcher(t->pi));
+  if (input_start(in, t->loop, err, sizeof err) != 0) {
     log_msg("%s", err);
-    pipeline_source_free(src);
+    pl_source_free(src);
     return;
   }
   remember_read(f);
@@ -235,7 +241,7 @@ static void start_reading(tail *t, tail_file *f, int fd)
   f->changed_ms = uv_now(t->loop);
   t->open_files++;
   watch_file(f);
-  input_read_more(&src->in); /* last: it may finish the source */
+  input_read_more(in); /* last: it may finish the source */
 }
 
 void tail_start_at(tail *t, tail_file *f, int fd, uint64_t offset)
@@ -272,14 +278,14 @@ static void open_new(tail *t, tail_file *f)
   int fd;
 
   if (!may_open(t, f) || (fd = open_file(t, f, f->path, &sb)) < 0) return;
-  if (!(f->ckpt = checkpoint_track(&t->pi->pl->store, t->pi->name, f->path,
+  if (!(f->ckpt = checkpoint_track(t->store, t->name, f->path,
                                    fd, &sb, &offset, &known))) {
     close(fd);
     return;
   }
   f->size = (uint64_t)sb.st_size;
   if (known) {
-    log_msg("input '%s': resuming %s at offset %" PRIu64, t->pi->name,
+    log_msg("input '%s': resuming %s at offset %" PRIu64, t->name,
             f->path, offset);
     tail_start_at(t, f, fd, offset);
   } else if (f->at_start) {
@@ -330,7 +336,7 @@ static void free_file(tail *t, tail_file *f)
     t->open_files--;
   }
   stop_waiting(t, f);
-  if (f->ckpt) checkpoint_retire(&t->pi->pl->store, f->ckpt);
+  if (f->ckpt) checkpoint_retire(t->store, f->ckpt);
   tail_recent_free(&f->recent);
   free(f->path);
   free(f);
@@ -396,7 +402,7 @@ static void found_path(tail *t, const char *path, bool at_start)
   tail_file *f;
 
   if (excluded(t, path) || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-      pipeline_writes(t->pi->pl, &sb))
+      pl_input_writes(t->pi, &sb))
     return;
   f = find_file(t, &sb);
   if (!f) {
@@ -427,7 +433,7 @@ static void mark_moved(tail_file *f, uint64_t now)
  * reading finishes, it is read again from 0. */
 static void truncated(tail_file *f)
 {
-  input *in = &f->src->in;
+  input *in = pl_source_reader(f->src);
 
   log_truncated(f, in);
   f->truncated = true;
@@ -438,7 +444,7 @@ static void truncated(tail_file *f)
 /* An open file: did it grow, shrink, or stop growing? */
 static void look_at_open(tail *t, tail_file *f, uint64_t now)
 {
-  input *in = &f->src->in;
+  input *in = pl_source_reader(f->src);
   struct stat sb;
 
   if (in->stopping || in->finished || fstat(in->fd, &sb) != 0) return;
@@ -456,9 +462,10 @@ static void look_at_open(tail *t, tail_file *f, uint64_t now)
   if (!in->at_end) return;
   if (now - f->changed_ms >= t->cfg.last_line_timeout_ms)
     input_flush_partial(in);
-  if (join_holding(&f->src->join) &&
-      now - f->src->join.held_since_ms >= t->cfg.join.flush_ms)
-    pipeline_source_flush(f->src);
+  line_joiner *j = pl_source_joiner(f->src);
+
+  if (join_holding(j) && now - j->held_since_ms >= t->cfg.join.flush_ms)
+    pl_source_flush(f->src);
   if ((f->moved && now - f->changed_ms >= t->cfg.rotate_wait_ms &&
        now - f->moved_ms >= t->cfg.rotate_wait_ms) ||
       (now - f->changed_ms >= t->cfg.idle_close_ms &&
@@ -521,17 +528,16 @@ static void on_file_event(uv_fs_event_t *h, const char *name, int events,
   if (events & UV_RENAME) tail_schedule_scan(f->t);
   if ((events & UV_CHANGE) && f->src) {
     f->changed_ms = uv_now(f->t->loop);
-    input_read_more(&f->src->in);
+    input_read_more(pl_source_reader(f->src));
   }
 }
 
 static int tail_start(pl_input *pi, char *err, size_t errlen)
 {
-  tail *t = pi->state;
+  tail *t = pl_input_state(pi);
 
   (void)err;
   (void)errlen;
-  t->loop = t->pi->pl->loop;
   uv_timer_init(t->loop, &t->scan);
   uv_timer_init(t->loop, &t->soon);
   t->scan.data = t->soon.data = t;
@@ -558,39 +564,41 @@ static void close_handles(tail *t)
 
 static void done_if_drained(tail *t)
 {
-  if (!t->stopping || t->pi->sources || t->pi->done) return;
+  if (!t->stopping || pl_input_sources(t->pi) || pl_input_is_done(t->pi))
+    return;
   close_handles(t);
-  pipeline_input_done(t->pi);
+  pl_input_done(t->pi);
 }
 
 static void tail_stop(pl_input *pi)
 {
-  tail *t = pi->state;
+  tail *t = pl_input_state(pi);
 
   if (t->stopping) return;
   t->stopping = true;
   if (!t->handles) return;
   uv_timer_stop(&t->scan);
   uv_timer_stop(&t->soon);
-  for (pl_source *src = t->pi->sources, *next; src; src = next) {
-    next = src->next;
-    src->in.hold_partial = t->pi->pl->store.state_file != NULL;
-    input_stop(&src->in);
+  for (pl_source *src = pl_input_sources(t->pi), *next; src; src = next) {
+    input *in = pl_source_reader(src);
+    next = pl_source_next(src);
+    in->hold_partial = t->store->state_file != NULL;
+    input_stop(in);
   }
   done_if_drained(t);
 }
 
 static void tail_source_finished(pl_input *pi, pl_source *src)
 {
-  tail *t = pi->state;
-  tail_file *f = src->file;
+  tail *t = pl_input_state(pi);
+  tail_file *f = pl_source_data(src);
 
-  f->offset = src->in.done_offset;
+  f->offset = pl_source_reader(src)->done_offset;
   f->src = NULL;
   t->open_files--;
   t->fd_room++;
   unwatch_file(f);
-  pipeline_source_free(src);
+  pl_source_free(src);
   if (!f->truncated) tail_recent_free(&f->recent); /* note_truncated takes them */
   if (t->stopping) {
     done_if_drained(t);
@@ -613,26 +621,22 @@ static int tail_build(pl_input *pi, const config_plugin *p, char *err,
                       size_t errlen)
 {
   const config_tail *cfg = p->settings;
-  pipeline *pl = pi->pl;
+  tail *t;
 
-  if (cfg->join.pattern && !pl->join_matcher &&
-      !(pl->join_matcher = join_matcher_new())) {
+  if ((cfg->join.pattern && !pl_input_join_matcher(pi)) ||
+      pl_input_set_fields(pi, cfg->path_field, NULL, NULL) != 0) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  pi->spreads = true;
-  pi->ri.path_field = pipeline_keep(pl, cfg->path_field);
-  if (cfg->path_field && !pi->ri.path_field) {
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  pi->state = tail_create(pi, cfg, err, errlen);
-  return pi->state ? 0 : -1;
+  pl_input_spread(pi);
+  t = tail_create(pi, cfg, err, errlen);
+  pl_input_set_state(pi, t);
+  return t ? 0 : -1;
 }
 
 static void tail_close_handles(pl_input *pi)
 {
-  close_handles(pi->state);
+  close_handles(pl_input_state(pi));
 }
 
 static const plugin_counter tail_counters[] = {
@@ -647,7 +651,7 @@ static const plugin_counter tail_counters[] = {
 
 static const plugin_counter *tail_count(pl_input *pi, uint64_t *values)
 {
-  tail *t = pi->state;
+  tail *t = pl_input_state(pi);
 
   values[0] = t->waited;
   values[1] = t->unreadable;
@@ -656,8 +660,8 @@ static const plugin_counter *tail_count(pl_input *pi, uint64_t *values)
 
 static void tail_free(pl_input *pi)
 {
-  free_tail(pi->state);
-  pi->state = NULL;
+  free_tail(pl_input_state(pi));
+  pl_input_set_state(pi, NULL);
 }
 
 static uint64_t tail_descriptors(const config_plugin *p)

@@ -84,7 +84,7 @@
 #define LUMBERJIT_TAIL_H
 
 #include "join.h"
-#include "pipeline_internal.h"
+#include "plugin.h"
 
 /* Its settings (tail_config.c reads them; the defaults are there too). */
 typedef struct {

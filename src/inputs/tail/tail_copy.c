@@ -88,7 +88,7 @@ static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
       continue;
     if (tail_is_copy(&f->sig, &f->recent, fd, size, &upto)) {
       if (f->truncated || closed_and_shorter(f)) {
-        *offset = min_u64(f->src ? f->src->in.done_offset : f->offset, upto);
+        *offset = min_u64(f->src ? pl_source_reader(f->src)->done_offset : f->offset, upto);
         *original = f->path;
         return COPY;
       }
@@ -122,7 +122,7 @@ void tail_decide(tail *t, tail_file *f, uint64_t now)
     return;
   if (kin == COPY)
     log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
-            t->pi->name, f->path, original, offset);
+            t->name, f->path, original, offset);
   else
     offset = 0;
   f->young_fd = -1;

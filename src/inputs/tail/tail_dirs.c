@@ -35,7 +35,7 @@ static void on_dir_event(uv_fs_event_t *h, const char *name, int events,
  * memory). */
 static struct tail_dir **watched(tail *t)
 {
-  return (struct tail_dir **)pipeline_kind_state(t->pi->pl, &tail_input_kind);
+  return (struct tail_dir **)pl_input_kind_state(t->pi);
 }
 
 static void pattern_dir(const char *pattern, char *dir, size_t len)

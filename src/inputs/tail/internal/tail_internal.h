@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "tail.h"
+#include "input_host.h"
 #include "tail_identity.h"
 
 typedef struct tail tail;
@@ -65,6 +66,8 @@ typedef struct {
 
 struct tail {
   pl_input *pi;
+  const char *name;        /* the input's */
+  checkpoint_store *store; /* the pipeline's */
   uv_loop_t *loop;
   config_tail cfg;         /* paths and exclude are copies */
   uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */

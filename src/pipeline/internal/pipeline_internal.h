@@ -1,7 +1,8 @@
 /*
- * pipeline_internal.h - what pipeline.c (running) and pipeline_build.c
- * (building and tearing down) share: the pipeline's structs and the
- * callbacks the built parts are wired to.
+ * pipeline_internal.h - what pipeline.c (running), pipeline_build.c
+ * (building and tearing down) and input_host.c (the inputs' view) share:
+ * the pipeline's structs and the callbacks the built parts are wired to.
+ * No other module sees it (CMakeLists.txt: internal/).
  */
 #ifndef LUMBERJIT_PIPELINE_INTERNAL_H
 #define LUMBERJIT_PIPELINE_INTERNAL_H
@@ -51,10 +52,10 @@ struct pl_source {
   const char *error;         /* why it finished, if it failed */
   checkpoint_source *ckpt;   /* its file's; NULL: not a file */
   checkpoint_ticket *ticket; /* of the chunk being handed on */
-  struct tail_file *file;    /* tail_input: the file it reads */
+  void *data;                /* its input type's (a file, a connection) */
+  bool names_file;           /* its records name in.path (path_field) */
   const char *from;          /* the sender of the records being read, for
                                 the message's sender_field; NULL: none */
-  struct syslog_conn *conn;  /* syslog_input: the connection it reads */
   worker *w;                 /* its jobs' worker, and the decoder there: */
   router_input *ri;          /* set as its first job goes */
   line_joiner join;          /* rule NULL: lines are records */

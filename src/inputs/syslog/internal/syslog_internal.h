@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "frame.h"
+#include "input_host.h"
 #include "syslog_input.h"
 #include "tls.h"
 
@@ -164,7 +165,7 @@ bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
                       const char *label);
 /* Whether it may be closed to make room: it has sent no whole message. */
 bool syslog_conn_silent(const syslog_conn *c);
-/* Holds or resumes reading (pipeline_internal.h's hold). */
+/* Holds or resumes reading (plugin.h: input_kind's hold). */
 void syslog_conn_hold(syslog_conn *c, bool hold);
 /* Reads what the kernel holds for it now (held or not); it ends if its
  * peer has closed. */
