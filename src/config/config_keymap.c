@@ -326,6 +326,9 @@ void plugin_type_help(const plugin_type *t, bool markdown, FILE *f)
 
   type_maps(t, maps);
   if (markdown) {
+    fprintf(f, "#### `%s`: %s\n\n", t->name, t->summary);
+    if (t->flags & PLUGIN_SANDBOX)
+      fprintf(f, "Any other key goes to the plugin's `read_config`.\n\n");
     fprintf(f, "| key | value | default | what it does |\n|---|---|---|---|\n");
   } else {
     fprintf(f, "%s (%s): %s\n", t->name, config_role_names[t->role],
