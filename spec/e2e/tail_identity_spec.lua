@@ -19,6 +19,14 @@ local function assert_whole_once(want, dir)
   assert.are.same({ 0, 0, 0, 0 }, { r.lost, r.dups, r.torn, r.disorder }, r.text)
 end
 
+-- Waits (up to 10 s) until stderr has n matches of the Lua pattern.
+local function wait_stderr(dir, pattern, n)
+  for _ = 1, 200 do
+    if h.count_matching(run.read(dir .. "/stderr"), pattern) >= n then return end
+    h.sleep(0.05)
+  end
+end
+
 describe("tail_input file identity", function()
   it("never takes a new file that shares a file's banner for its copy", function()
     local dir = h.setup({ "logs/*.log" }, { extra = ", read_from_head = true" })
@@ -146,6 +154,33 @@ describe("tail_input file identity", function()
     local dead = require("cjson").decode(run.read(dir .. "/dead.log"))
     assert.are.equal("half-writ", dead.payload)
     assert.matches("truncated or rewritten before this line was ended", dead.reason)
+    run.cleanup(dir)
+  end)
+
+  -- A chain of copytruncates (app.log -> .1 -> .1.2 -> .1.2.3), each copy
+  -- written to and read on before the next is made, all within
+  -- rotate_wait_ms: each copy holds all its ancestors' bytes. On 630e87f a
+  -- copy was read from where the oldest original remembered was read to,
+  -- and its parent's lines were delivered again (30 duplicates).
+  it("reads a copytruncate copy of a copytruncate copy from where its own original was read to", function()
+    local dir = h.setup({ "logs/app.log*" }, { extra = ", rotate_wait_ms = 5000" })
+    run.write(dir .. "/logs/app.log", "")
+    h.start(dir)
+    local want, path = {}, "logs/app.log"
+    for gen = 0, 3 do
+      if gen > 0 then
+        h.sh(dir, string.format("cp %s %s.%d && : > %s", path, path, gen, path))
+        path = string.format("%s.%d", path, gen)
+        wait_stderr(dir, "is a copy of", gen)
+      end
+      local lines = h.numbered("generation " .. gen .. " line", 1, 10, 40)
+      h.append(dir .. "/" .. path, h.text(lines))
+      for _, l in ipairs(lines) do want[#want + 1] = l end
+      h.wait_lines(dir, #want)
+    end
+    assert.are.equal(0, h.stop(dir))
+    assert_whole_once(want, dir)
+    assert.are.equal(3, h.count_matching(run.read(dir .. "/stderr"), "is a copy of"))
     run.cleanup(dir)
   end)
 

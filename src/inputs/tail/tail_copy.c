@@ -19,7 +19,8 @@ typedef enum {
   TWIN,       /* holds what a file not truncated (yet) holds, where
                  tail_is_copy looks: its copy if that file is truncated
                  soon (logrotate truncates right after copying), else a
-                 new file with the same bytes */
+                 new file with the same bytes (or the copy of a truncated
+                 file it matches too, read less far) */
   COPY        /* holds what a truncated file held, where tail_is_copy
                  looks */
 } kinship;
@@ -56,15 +57,38 @@ static uint64_t twin_wait_ms(const tail *t)
   return 2 * t->cfg.scan_interval_ms + YOUNG_FILE_WAIT_MS;
 }
 
+/* Keeps, of the files a new file matches, the one read furthest: the new
+ * file holds the bytes each held up to `at`, and the lines before `at`
+ * were read from them, so it is read from past all of them. In a chain of
+ * copies (a file, its copy, a copy of that copy...) each holds what the
+ * one before held and what was written to it since, so a copy of the last
+ * one matches all of them; an older one's offset is where its reading
+ * ended, and what its copies read since would be delivered again. */
+static void consider(uint64_t at, const char *name, uint64_t *offset,
+                     const char **original)
+{
+  if (!*original || at > *offset) {
+    *offset = at;
+    *original = name;
+  }
+}
+
 /* What a new file, `size` bytes long, open on fd, is to the files read
  * before; for a COPY, where to read it from and a name for its original:
  * past the last whole line read from the original, or the copy's end if
- * it is shorter (all it holds was read). */
+ * it is shorter (all it holds was read). A file not truncated (yet) that
+ * it matches, read further than that, makes it a TWIN: in a chain of
+ * copytruncates the last copy may be found before the file it copies
+ * (open, read on past where its own original's reading ended) is seen
+ * truncated. On a tie it is the truncated file's copy: nothing read tells
+ * them apart, and only a truncated file has a copy. */
 static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
                       uint64_t *offset, const char **original)
 {
-  uint64_t upto, found = young->found_ms, opened = young->young_since_ms;
-  kinship kin = NEW_FILE;
+  uint64_t upto, twin_at = 0, found = young->found_ms,
+                 opened = young->young_since_ms;
+  const char *twin = NULL;
+  bool maybe = false;
 
   for (size_t i = 0; i < t->ntruncated && i < TRUNCATED_KEPT; i++) {
     const truncated_file *c = &t->truncated[i];
@@ -76,29 +100,28 @@ static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
             found &&
         c->noted_ms <= opened + twin_wait_ms(t) && c->sig.offset > 0 &&
         (c->device != young->device || c->inode != young->inode) &&
-        tail_is_copy(&c->sig, &c->recent, fd, size, &upto)) {
-      *offset = min_u64(c->resume, upto);
-      *original = "a file truncated since";
-      return COPY;
-    }
+        tail_is_copy(&c->sig, &c->recent, fd, size, &upto))
+      consider(min_u64(c->resume, upto), "a file truncated since", offset,
+               original);
   }
   for (const tail_file *f = t->files; f; f = f->next) {
     if (f == young || !f->ckpt || f->young_fd >= 0 || f->sig.offset == 0 ||
         (f->device == young->device && f->inode == young->inode))
       continue;
     if (tail_is_copy(&f->sig, &f->recent, fd, size, &upto)) {
-      if (f->truncated || closed_and_shorter(f)) {
-        *offset = min_u64(f->src ? pl_source_reader(f->src)->done_offset : f->offset, upto);
-        *original = f->path;
-        return COPY;
-      }
-      kin = TWIN;
-    } else if (kin == NEW_FILE && size < f->sig.offset &&
+      uint64_t at = min_u64(f->src ? pl_source_reader(f->src)->done_offset : f->offset, upto);
+      if (f->truncated || closed_and_shorter(f))
+        consider(at, f->path, offset, original);
+      else
+        consider(at, f->path, &twin_at, &twin);
+    } else if (size < f->sig.offset &&
                (size < f->sig.head_len || head_is(fd, &f->sig))) {
-      kin = MAYBE_COPY;
+      maybe = true;
     }
   }
-  return kin;
+  if (twin && (!*original || twin_at > *offset)) return TWIN;
+  if (*original) return COPY;
+  return maybe ? MAYBE_COPY : NEW_FILE;
 }
 
 /* Settles a young file once it tells: a copy is read from where its
@@ -106,7 +129,9 @@ static kinship kin_of(tail *t, const tail_file *young, int fd, uint64_t size,
  * the truncation comes from the copy; any other file from its head. A
  * file that may yet prove a copy waits, held open (nothing it gets is
  * lost, even if it is renamed away), but not past its deadline or once no
- * pattern leads to it. */
+ * pattern leads to it. A TWIN whose file was not truncated in time is the
+ * copy of a truncated file it matches too, if any, as it would have been
+ * at once. */
 void tail_decide(tail *t, tail_file *f, uint64_t now)
 {
   int fd = f->young_fd;
@@ -120,11 +145,9 @@ void tail_decide(tail *t, tail_file *f, uint64_t now)
   if (f->found && ((kin == MAYBE_COPY && waited < YOUNG_FILE_WAIT_MS) ||
                    (kin == TWIN && waited < twin_wait_ms(t))))
     return;
-  if (kin == COPY)
+  if (original) /* a COPY, or a TWIN that waited in vain */
     log_msg("input '%s': %s is a copy of %s; reading it from offset %" PRIu64,
             t->name, f->path, original, offset);
-  else
-    offset = 0;
   f->young_fd = -1;
   t->open_files--;
   tail_start_at(t, f, fd, offset);
