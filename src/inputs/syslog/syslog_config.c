@@ -190,8 +190,9 @@ static const config_key syslog_keys[] = {
                                "message is closed (0: never)"},
   {"receive_buffer", KEY_COUNT, S(receive_buffer), "4194304", 0, 1u << 30,
    .help = "datagram sockets: the SO_RCVBUF asked for"},
-  {"socket_mode", KEY_CUSTOM, 0, .read = read_socket_mode, .value = "octal",
-   .help = "unix sockets: the file's permissions (default \"0666\")"},
+  /* The default is read_socket_mode's; def only shows it. */
+  {"socket_mode", KEY_CUSTOM, 0, "\"0666\"", .read = read_socket_mode,
+   .value = "octal", .help = "unix sockets: the file's permissions"},
   {"sender_field", KEY_FIELD, S(sender_field), "fromhost-ip",
    .help = "the field given the sender's IP address"},
   {"listener_field", KEY_FIELD, S(listener_field), "inputname",
