@@ -27,7 +27,7 @@
 #include "signals.h"
 #include "try_internal.h"
 
-/* The most failures in a row a config may allow (config_plugins.c). */
+/* The most failures in a row a config may allow (config_roles.c). */
 #define TRY_MAX_FAILURES 1000000000
 
 typedef struct {

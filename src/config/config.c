@@ -5,7 +5,7 @@
  * string, table and math libraries, an instruction budget and a memory
  * limit (see "evaluation" below). The globals it creates are then read with
  * the C API: the global settings here, each plugin table by its type's
- * reader (config_plugins.c); then the cross references are checked here,
+ * key maps (config_keymap.c); then the cross references are checked here,
  * and the files the plugins name by config_files.c. Line numbers are found
  * in the source text (config_keys.c); the file:line of Lua syntax and
  * runtime errors comes from Lua itself.
