@@ -1,16 +1,7 @@
 /*
- * output.c - the stdout and file sinks, and the queue that transports
- * (output_kafka.c) take from (see output.h).
- *
- * Writes run on the loop thread. Regular files and block devices take
- * plain blocking write(2) calls: the kernel takes the bytes or says why
- * not, without waiting on another process. Pipes, sockets, terminals and
- * character devices that can be polled may stall on a reader, so they are
- * written non-blocking and waited for with uv_poll. To make them
- * non-blocking without changing a shared open file description (the
- * shell's, or stderr's when both go to one pipe), standard output is
- * reopened through /proc/self/fd; where that is refused (sockets),
- * O_NONBLOCK is set on it and the old flags come back at close.
+ * output.c - a sink's queue of records (see output.h): committing and
+ * adopting records, backpressure, failing, and what transports take from
+ * it. output_fd.c writes a sink's queue to a file descriptor.
  *
  * Queue layout in `pending`:
  *
@@ -22,173 +13,14 @@
  */
 #include "output.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "checkpoint.h"
-#include "log.h"
+#include "output_internal.h"
 
-#define OUTPUT_HIGH_WATER (8u << 20)
 #define OUTPUT_COMPACT_MIN (64u << 10)
-#define RETRY_FIRST_MS 50
-#define RETRY_MAX_MS 2000
-
-static const char *target(const output_sink *o)
-{
-  return o->path ? o->path : "standard output";
-}
-
-static int open_path(const char *path)
-{
-  /* O_NONBLOCK: a FIFO without a reader fails with ENXIO, never blocks. */
-  return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK,
-              0644);
-}
-
-static void set_blocking(int fd, bool blocking)
-{
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0)
-    fcntl(fd, F_SETFL, blocking ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
-}
-
-/* Makes a stream fd we do not own non-blocking: a private reopen where the
- * kernel gives one, else the shared flags, restored at close. */
-static void private_nonblocking(output_sink *o)
-{
-  char proc[32];
-  int fd;
-
-  snprintf(proc, sizeof proc, "/proc/self/fd/%d", o->fd);
-  fd = open(proc, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd >= 0) {
-    o->fd = fd;
-    o->own_fd = true;
-    return;
-  }
-  o->restore_fd = o->fd;
-  o->restore_flags = fcntl(o->fd, F_GETFL);
-  set_blocking(o->fd, false);
-}
-
-static void restore_flags(output_sink *o)
-{
-  if (o->restore_fd >= 0 && o->restore_flags >= 0)
-    fcntl(o->restore_fd, F_SETFL, o->restore_flags);
-  o->restore_fd = -1;
-}
-
-/* Decides how o->fd is written: see the top of the file. */
-static int classify(output_sink *o, char *err, size_t errlen)
-{
-  struct stat st;
-
-  if (fstat(o->fd, &st) != 0) {
-    snprintf(err, errlen, "cannot use %s: %s", target(o), strerror(errno));
-    return -1;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    snprintf(err, errlen, "%s is a directory", target(o));
-    return -1;
-  }
-  o->truncatable = S_ISREG(st.st_mode);
-  o->pollable = false;
-  if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
-    set_blocking(o->fd, true);
-    return 0;
-  }
-  if (!o->own_fd) private_nonblocking(o);
-  if (uv_poll_init(o->loop, &o->poll, o->fd) == 0) {
-    o->pollable = true;
-    o->poll.data = o;
-  } else {
-    /* Not pollable (/dev/null, /dev/full): its writes do not wait. */
-    restore_flags(o);
-    set_blocking(o->fd, true);
-  }
-  return 0;
-}
-
-static void close_fd(output_sink *o)
-{
-  restore_flags(o);
-  if (o->own_fd) close(o->fd);
-  o->own_fd = false;
-  o->fd = -1;
-}
-
-/* Cuts a partial last line off a file of lines; -1 on an I/O error. */
-static int cut_partial_line(output_sink *o)
-{
-  char chunk[4096];
-  off_t size = lseek(o->fd, 0, SEEK_END), at = size, keep = 0;
-  int rd = size > 0 ? open(o->path, O_RDONLY | O_CLOEXEC) : -1;
-
-  if (size <= 0) return size < 0 ? -1 : 0;
-  if (rd < 0) return -1;
-  while (at > 0 && keep == 0) {
-    size_t n = at < (off_t)sizeof chunk ? (size_t)at : sizeof chunk;
-    at -= (off_t)n;
-    if (pread(rd, chunk, n, at) != (ssize_t)n) {
-      close(rd);
-      return -1;
-    }
-    for (size_t i = n; i-- > 0 && keep == 0;)
-      if (chunk[i] == '\n') keep = at + (off_t)i + 1;
-  }
-  close(rd);
-  if (keep == size) return 0;
-  log_msg("%s: cut off %lld bytes of a partly written line at the end of %s "
-          "(an earlier run stopped while writing it)", o->name,
-          (long long)(size - keep), o->path);
-  return ftruncate(o->fd, keep);
-}
-
-int output_open(output_sink *o, uv_loop_t *loop, const char *name,
-                const char *path, size_t flush_bytes, bool lines,
-                output_events ev, char *err, size_t errlen)
-{
-  memset(o, 0, sizeof *o);
-  o->name = name;
-  o->loop = loop;
-  o->ev = ev;
-  o->restore_fd = -1;
-  o->flush_bytes = flush_bytes ? flush_bytes : 1;
-  output_set_high_water(o, OUTPUT_HIGH_WATER);
-  o->fd = STDOUT_FILENO;
-  if (path) {
-    o->path = strdup(path);
-    o->fd = o->path ? open_path(path) : -1;
-    if (o->fd < 0) {
-      snprintf(err, errlen, "cannot open %s for appending: %s", path,
-               errno == ENXIO ? "it is a FIFO that no process reads"
-                              : strerror(errno));
-      free(o->path);
-      o->path = NULL;
-      return -1;
-    }
-    o->own_fd = true;
-  }
-  uv_timer_init(loop, &o->retry);
-  o->retry.data = o;
-  o->handles_open = true;
-  if (classify(o, err, errlen) != 0) goto fail;
-  if (lines && o->path && o->truncatable && cut_partial_line(o) != 0) {
-    snprintf(err, errlen, "cannot repair the end of %s: %s", o->path,
-             strerror(errno));
-    goto fail;
-  }
-  return 0;
-fail:
-  output_close_handles(o);
-  close_fd(o);
-  return -1;
-}
 
 /* With short records the index is most of what the queue holds. */
 size_t output_queued(const output_sink *o)
@@ -204,7 +36,7 @@ void output_set_high_water(output_sink *o, size_t bytes)
 }
 
 /* A record is acknowledged: it counts, and so does its latency. */
-static void count_written(output_sink *o, const output_record *r,
+void output_count_written(output_sink *o, const output_record *r,
                           uint64_t now_us)
 {
   if (r->dead_letter) {
@@ -214,25 +46,6 @@ static void count_written(output_sink *o, const output_record *r,
   o->records_written++;
   if (r->read_us)
     latency_add(&o->latency, now_us > r->read_us ? now_us - r->read_us : 0);
-}
-
-/* Counts the records whose last byte was written. */
-static void ack(output_sink *o)
-{
-  uint64_t now_us = uv_hrtime() / 1000;
-
-  while (o->rec_head < o->nrecs && o->recs[o->rec_head].end <= o->head) {
-    const output_record *r = &o->recs[o->rec_head++];
-    count_written(o, r, now_us);
-    o->boundary = r->end;
-    checkpoint_unref(r->ack);
-    if (o->backoff_ms) {
-      /* A whole record went out: space is back. Bytes of a record that
-       * was then cut off again do not count. */
-      log_msg("%s: writing to %s again", o->name, target(o));
-      o->backoff_ms = 0;
-    }
-  }
 }
 
 /* Drops what was written from the front of the queue. */
@@ -256,26 +69,8 @@ static void compact(output_sink *o)
   o->rec_head = 0;
 }
 
-/* Cuts the written part of the first unwritten record off the file, so
- * that the file ends with a whole record. */
-static int cut_torn(output_sink *o)
-{
-  size_t torn = o->head - o->boundary;
-  off_t end;
-
-  if (torn == 0 || !o->truncatable) return 0;
-  end = lseek(o->fd, 0, SEEK_CUR);
-  if (end < (off_t)torn || ftruncate(o->fd, end - (off_t)torn) != 0 ||
-      lseek(o->fd, end - (off_t)torn, SEEK_SET) < 0)
-    return -1;
-  o->head = o->boundary;
-  o->bytes_written -= torn;
-  o->file_bytes -= torn;
-  return 0;
-}
-
 /* The owner's failed callback gets the record without its routing head. */
-static void fail_record(output_sink *o, const output_record *r,
+void output_fail_record(output_sink *o, const output_record *r,
                         const char *bytes, size_t len, const char *reason)
 {
   o->ev.failed(o->ev.ud, o, r, bytes + r->head, len - r->head, reason);
@@ -296,10 +91,8 @@ void output_fail(output_sink *o, const char *reason)
   first = o->rec_head;
   n = o->nrecs;
   start = o->boundary;
-  cut_torn(o);
+  if (!o->tx) output_fd_stop(o);
   o->state = OUTPUT_FAILED;
-  if (o->pollable) uv_poll_stop(&o->poll);
-  uv_timer_stop(&o->retry);
   /* Detach the queue first: the callbacks may commit to this very sink
    * (a shared dead-letter path), and those records fail at once. */
   memset(&o->pending, 0, sizeof o->pending);
@@ -308,7 +101,7 @@ void output_fail(output_sink *o, const char *reason)
   o->head = o->boundary = o->committed = 0;
   o->full = false;
   for (size_t i = first; i < n; i++) {
-    fail_record(o, &recs[i], bytes.data + start, recs[i].end - start,
+    output_fail_record(o, &recs[i], bytes.data + start, recs[i].end - start,
                 o->error);
     checkpoint_unref(recs[i].ack);
     start = recs[i].end;
@@ -318,190 +111,6 @@ void output_fail(output_sink *o, const char *reason)
   o->ev.changed(o->ev.ud, o);
 }
 
-static void on_writable(uv_poll_t *p, int status, int events)
-{
-  output_sink *o = p->data;
-  (void)events;
-  uv_poll_stop(p);
-  if (o->state != OUTPUT_WAITING) return;
-  o->state = OUTPUT_READY;
-  /* An error from poll (libuv says EBADF for a reader that went away) is
-   * best told by the write itself: EPIPE. */
-  output_flush(o);
-  if (status < 0 && o->state == OUTPUT_WAITING) {
-    uv_poll_stop(p);
-    snprintf(o->error, sizeof o->error, "waiting to write to %s failed: %s",
-             target(o), uv_strerror(status));
-    output_fail(o, o->error);
-  }
-}
-
-static void on_retry(uv_timer_t *t)
-{
-  output_sink *o = t->data;
-  if (o->state != OUTPUT_RETRYING) return;
-  o->state = OUTPUT_READY;
-  output_flush(o);
-}
-
-/* The disk is full: keep the queue, cut any torn record, retry later. */
-static void hold_for_space(output_sink *o, int err)
-{
-  if (cut_torn(o) != 0) {
-    snprintf(o->error, sizeof o->error, "write to %s failed: %s, and cutting "
-             "off the partly written record failed: %s", target(o),
-             strerror(err), strerror(errno));
-    output_fail(o, o->error);
-    return;
-  }
-  snprintf(o->error, sizeof o->error, "write to %s failed: %s", target(o),
-           strerror(err));
-  if (o->backoff_ms == 0) {
-    /* The inputs pause once the queue reaches its high-water mark. */
-    log_msg("%s: %s; holding its records and retrying", o->name, o->error);
-    o->backoff_ms = RETRY_FIRST_MS;
-  } else if (o->backoff_ms < RETRY_MAX_MS) {
-    o->backoff_ms = o->backoff_ms * 2 < RETRY_MAX_MS ? o->backoff_ms * 2
-                                                     : RETRY_MAX_MS;
-  }
-  o->state = OUTPUT_RETRYING;
-  uv_timer_start(&o->retry, on_retry, o->backoff_ms, 0);
-}
-
-static int sync_file(output_sink *o);
-
-/* ---- the size cap (output.h) ---- */
-
-void output_cap_size(output_sink *o, uint64_t max_bytes, unsigned keep)
-{
-  struct stat st;
-
-  if (!o->path || !o->truncatable) return;
-  o->max_file_bytes = max_bytes;
-  o->keep_files = keep;
-  o->file_bytes = fstat(o->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
-}
-
-/* Where this write ends: after the whole records that fit under the cap
- * (the rest of one begun, or one alone in an empty file, always fits).
- * head itself: the file is full. */
-static size_t write_end(const output_sink *o)
-{
-  uint64_t room = o->max_file_bytes > o->file_bytes
-                      ? o->max_file_bytes - o->file_bytes : 0;
-  size_t end = o->head;
-
-  if (!o->max_file_bytes) return o->committed;
-  for (size_t i = o->rec_head; i < o->nrecs; i++) {
-    if (o->recs[i].end - o->head > room &&
-        !(i == o->rec_head && (o->head > o->boundary || o->file_bytes == 0)))
-      break;
-    end = o->recs[i].end;
-  }
-  return end;
-}
-
-static void rotated_name(char *name, size_t len, const char *path,
-                         unsigned k)
-{
-  snprintf(name, len, "%s.%u", path, k);
-}
-
-/* PATH.k-1 to PATH.k, ..., PATH to PATH.1, and a new PATH; -1 with nothing
- * renamed when PATH.keep_files is there (or cannot be made). */
-static int rotate(output_sink *o)
-{
-  size_t len = strlen(o->path) + 16;
-  char *from = malloc(len), *to = malloc(len);
-  int fd = -1;
-
-  if (!from || !to) goto done;
-  rotated_name(to, len, o->path, o->keep_files);
-  if (o->keep_files == 0 || access(to, F_OK) == 0) goto done;
-  for (unsigned k = o->keep_files; k > 1; k--) {
-    rotated_name(from, len, o->path, k - 1);
-    rotated_name(to, len, o->path, k);
-    if (rename(from, to) != 0 && errno != ENOENT) goto done;
-  }
-  rotated_name(to, len, o->path, 1);
-  sync_file(o);
-  if (rename(o->path, to) != 0 || (fd = open_path(o->path)) < 0) goto done;
-  set_blocking(fd, true);
-  close(o->fd);
-  o->fd = fd;
-  o->file_bytes = 0;
-  log_msg("%s: %s reached %llu bytes: rotated to %s", o->name, o->path,
-          (unsigned long long)o->max_file_bytes, to);
-done:
-  free(from);
-  free(to);
-  return fd < 0 ? -1 : 0;
-}
-
-/* The file and its rotated files are full: every queued record fails. */
-static void refuse_queue(output_sink *o)
-{
-  uint64_t now = uv_now(o->loop);
-  char reason[256];
-  size_t start = o->boundary;
-
-  snprintf(reason, sizeof reason, "%s is full: %llu bytes in it and %u "
-           "rotated files (dead_letter_max_bytes, dead_letter_keep)", o->path,
-           (unsigned long long)o->max_file_bytes, o->keep_files);
-  while (o->rec_head < o->nrecs) {
-    output_record r = o->recs[o->rec_head++];
-    fail_record(o, &r, o->pending.data + start, r.end - start, reason);
-    checkpoint_unref(r.ack);
-    start = o->boundary = o->head = r.end;
-    o->records_refused++;
-  }
-  if (o->refused_logged == 0 || now - o->refused_logged_ms >= 10000) {
-    log_msg("%s: %s; %llu records refused so far, counted as failed", o->name,
-            reason, (unsigned long long)o->records_refused);
-    o->refused_logged = o->records_refused;
-    o->refused_logged_ms = now;
-  }
-}
-
-static void write_queue(output_sink *o)
-{
-  while (o->head < o->committed) {
-    size_t end = write_end(o);
-    ssize_t n;
-    int err;
-    if (end == o->head) {
-      if (rotate(o) != 0) {
-        refuse_queue(o);
-        return;
-      }
-      continue;
-    }
-    n = write(o->fd, o->pending.data + o->head, end - o->head);
-    err = errno;
-    if (n > 0) {
-      o->head += (size_t)n;
-      o->bytes_written += (uint64_t)n;
-      o->file_bytes += (uint64_t)n;
-      ack(o);
-      continue;
-    }
-    if (n < 0 && err == EINTR) continue;
-    if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK) && o->pollable) {
-      o->state = OUTPUT_WAITING;
-      uv_poll_start(&o->poll, UV_WRITABLE, on_writable);
-      return;
-    }
-    if (n < 0 && (err == ENOSPC || err == EDQUOT) && o->truncatable) {
-      hold_for_space(o, err);
-      return;
-    }
-    snprintf(o->error, sizeof o->error, "write to %s failed: %s", target(o),
-             n < 0 ? strerror(err) : "it took no bytes");
-    output_fail(o, o->error);
-    return;
-  }
-}
-
 void output_flush(output_sink *o)
 {
   bool was_idle = output_idle(o), was_full = o->full;
@@ -509,7 +118,7 @@ void output_flush(output_sink *o)
   if (o->state != OUTPUT_READY || o->in_flush) return;
   o->in_flush = 1;
   if (o->tx) o->tx->send(o);
-  else write_queue(o);
+  else output_fd_write(o);
   o->in_flush = 0;
   if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
   compact(o);
@@ -525,7 +134,7 @@ static void commit(output_sink *o, const msg_origin *from, bool dead_letter,
                      from->is_offset, dead_letter, head, from->read_us};
 
   if (o->state == OUTPUT_FAILED) {
-    fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
+    output_fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
                 o->error);
     o->pending.len = o->committed;
     return;
@@ -534,7 +143,7 @@ static void commit(output_sink *o, const msg_origin *from, bool dead_letter,
     size_t cap = o->recs_cap ? o->recs_cap * 2 : 1024;
     output_record *p = realloc(o->recs, cap * sizeof *p);
     if (!p) {
-      fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
+      output_fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
                   "out of memory");
       o->pending.len = o->committed;
       return;
@@ -723,7 +332,7 @@ void output_take(output_sink *o)
 
 void output_delivered(output_sink *o, const output_record *r, uint64_t now_us)
 {
-  count_written(o, r, now_us);
+  output_count_written(o, r, now_us);
   checkpoint_unref(r->ack);
 }
 
@@ -746,55 +355,16 @@ void output_wake(output_sink *o)
   output_flush(o);
 }
 
-/* fsync where it means something: on files, not on pipes or devices. */
-static int sync_file(output_sink *o)
-{
-  if (!o->truncatable || fsync(o->fd) == 0) return 0;
-  log_msg("%s: fsync of %s failed: %s; records counted as written may be "
-          "lost", o->name, target(o), strerror(errno));
-  return -1;
-}
-
-int output_reopen(output_sink *o)
-{
-  struct stat st;
-  int fd, rc;
-
-  /* Rotation concerns files; pipes and devices stay as they are. */
-  if (!o->path || !o->truncatable || o->state == OUTPUT_FAILED) return 0;
-  output_flush(o);
-  fd = open_path(o->path);
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    log_msg("%s: cannot reopen %s: %s; still writing to the old file",
-            o->name, o->path, fd < 0 ? strerror(errno) : "not a regular file");
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  set_blocking(fd, true);
-  rc = sync_file(o);
-  close(o->fd);
-  o->fd = fd;
-  o->file_bytes = (uint64_t)st.st_size;
-  output_flush(o);
-  return rc;
-}
-
 void output_close_handles(output_sink *o)
 {
   if (o->tx) o->tx->close_handles(o);
-  if (!o->handles_open) return;
-  o->handles_open = false;
-  uv_close((uv_handle_t *)&o->retry, NULL);
-  if (o->pollable) uv_close((uv_handle_t *)&o->poll, NULL);
+  else output_fd_close_handles(o);
 }
 
 int output_close(output_sink *o)
 {
-  int rc = o->tx ? o->tx->close(o) : 0;
+  int rc = o->tx ? o->tx->close(o) : output_fd_close(o);
 
-  if (o->fd >= 0) rc = sync_file(o);
-  close_fd(o);
-  free(o->path);
   free(o->recs);
   buf_free(&o->pending);
   memset(o, 0, sizeof *o);
