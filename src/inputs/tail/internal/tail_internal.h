@@ -82,12 +82,33 @@ struct tail {
   bool handles, first_scan, stopping, warned_slots, warned_fds;
 };
 
-
+/* tail.c: a file's descriptor and slot, and its reading. */
+/* Whether f may take a slot and a descriptor now; if not, it waits (and
+ * is counted) until a scan finds room. */
+bool tail_may_open(tail *t, tail_file *f);
+/* Opens path for f (a slot taken); -1 when it waits or cannot be read. */
+int tail_open_file(tail *t, tail_file *f, const char *path, struct stat *sb);
+/* f no longer waits for a slot. */
+void tail_stop_waiting(tail *t, tail_file *f);
+/* Starts reading f on fd from f->offset: a source of its own. */
+void tail_start_reading(tail *t, tail_file *f, int fd);
 /* Starts reading f on fd (open on it, a slot taken) from offset (0 if the
  * file is shorter): its first opening. */
 void tail_start_at(tail *t, tail_file *f, int fd, uint64_t offset);
+void tail_unwatch_file(tail_file *f);
+/* Logs that f was truncated (in: its reader, holding a partial line). */
+void tail_log_truncated(const tail_file *f, const input *in);
+
+/* tail_scan.c: the first scan, then one every scan_interval_ms. */
+void tail_scan_start(tail *t);
 /* A scan as soon as the loop comes round (a file came, went or moved). */
 void tail_schedule_scan(tail *t);
+/* Forgets f: its watch, slot and checkpoint go. */
+void tail_free_file(tail *t, tail_file *f);
+/* f no longer holds what was read from it: it is forgotten (what it held
+ * kept for its copy, tail_note_truncated) and the file at its path is
+ * found anew. */
+void tail_found_truncated(tail *t, tail_file *f);
 
 /* tail_copy.c: settles a young file if it tells what it is (a copy of a
  * truncated file, or a new file), or once it may wait no more. */
