@@ -1,7 +1,7 @@
 # cmake -DBIN=lumberjit -DOUT=lumberjit.1 -DDATA_DIR=share/lumberjit -P manpage.cmake
 #
-# Writes lumberjit's manual page from its own --help and --version, so the
-# page says what the binary does and cannot drift from it. The help text goes
+# Writes lumberjit's manual page from its own --help, --help TYPE and
+# --version, so the page says what the binary does and cannot drift from it. The help text goes
 # in verbatim (.nf): it is already laid out for a terminal.
 execute_process(COMMAND "${BIN}" --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -11,11 +11,24 @@ execute_process(COMMAND "${BIN}" --version OUTPUT_VARIABLE version RESULT_VARIAB
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${BIN} --version failed")
 endif()
+# Each plugin type's keys (--help TYPE), the types as --help lists them.
+string(REGEX REPLACE ".*settings'\\):\n" "" type_list "${help}")
+string(REGEX MATCHALL "[a-z_]+" types "${type_list}")
+set(keys "")
+foreach(type ${types} lumberjit)
+  execute_process(COMMAND "${BIN}" --help ${type} OUTPUT_VARIABLE one
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${BIN} --help ${type} failed")
+  endif()
+  string(APPEND keys "${one}\n")
+endforeach()
+
 string(REGEX MATCH "^lumberjit [^ \n]+" title "${version}")
 string(REPLACE "lumberjit " "" number "${title}")
 
 # roff: a backslash is written \e; a line may not start with . or '.
-foreach(text help version)
+foreach(text help version keys)
   string(REPLACE "\\" "\\e" ${text} "${${text}}")
   string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" ${text} "${${text}}")
 endforeach()
@@ -26,6 +39,10 @@ lumberjit \\- a log collector with sandboxed LuaJIT decoders and encoders
 .SH SYNOPSIS
 .nf
 ${help}.fi
+.SH PLUGIN TYPES
+The keys each type's table takes: what each holds, its default, what it does.
+.nf
+${keys}.fi
 .SH FILES
 PREFIX is the folder above the one that holds the lumberjit binary.
 .TP
