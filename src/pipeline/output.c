@@ -1,7 +1,8 @@
 /*
  * output.c - a sink's queue of records (see output.h): committing and
- * adopting records, backpressure, failing, and what transports take from
- * it. output_fd.c writes a sink's queue to a file descriptor.
+ * adopting records, backpressure, failing, and what its transport takes
+ * from it. Every sink but a worker's collector has a transport: Kafka's,
+ * or output_fd.c's, which writes the queue to a file descriptor.
  *
  * Queue layout in `pending`:
  *
@@ -91,7 +92,6 @@ void output_fail(output_sink *o, const char *reason)
   first = o->rec_head;
   n = o->nrecs;
   start = o->boundary;
-  if (!o->tx) output_fd_stop(o);
   o->state = OUTPUT_FAILED;
   /* Detach the queue first: the callbacks may commit to this very sink
    * (a shared dead-letter path), and those records fail at once. */
@@ -117,8 +117,7 @@ void output_flush(output_sink *o)
 
   if (o->state != OUTPUT_READY || o->in_flush) return;
   o->in_flush = 1;
-  if (o->tx) o->tx->send(o);
-  else output_fd_write(o);
+  if (o->tx) o->tx->send(o); /* a collector has none */
   o->in_flush = 0;
   if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
   compact(o);
@@ -358,12 +357,11 @@ void output_wake(output_sink *o)
 void output_close_handles(output_sink *o)
 {
   if (o->tx) o->tx->close_handles(o);
-  else output_fd_close_handles(o);
 }
 
 int output_close(output_sink *o)
 {
-  int rc = o->tx ? o->tx->close(o) : output_fd_close(o);
+  int rc = o->tx ? o->tx->close(o) : 0;
 
   free(o->recs);
   buf_free(&o->pending);

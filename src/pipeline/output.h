@@ -34,10 +34,12 @@
  * reason), logged once and then at most every 10 s with the count, until a
  * flush finds room again (the rotated files moved away).
  *
- * A sink with a transport (output_transport: Kafka) writes no fd: the
- * transport takes records off the front of the queue and settles each one
- * later, in any order, as delivered or failed. Backpressure, adoption from
- * the workers and failing work the same for both kinds.
+ * Every sink sends its queue through a transport (output_transport):
+ * output_open's writes the queue to the fd as above, acknowledging records
+ * as write(2) takes them (output_fd.c); another (Kafka's) takes records
+ * off the front of the queue and settles each one later, in any order, as
+ * delivered or failed. Backpressure, adoption from the workers and failing
+ * work the same for all.
  */
 #ifndef LUMBERJIT_OUTPUT_H
 #define LUMBERJIT_OUTPUT_H
@@ -89,7 +91,8 @@ typedef struct {
   double latency_ms[5];       /* delivery: p50, p95, p99, p99.9, max */
 } output_tx_stats;
 
-/* What a sink that writes no fd sends records with. */
+/* What a sink sends its records with: the fd writer's (output_open), or
+ * an output type's own (output_open_transport). */
 typedef struct {
   /* Takes queued records (output_front, output_take) while it can. When
    * it can take no more for now it sets the sink OUTPUT_WAITING, and
@@ -102,10 +105,13 @@ typedef struct {
    * the queued records that way first. */
   void (*fail)(output_sink *o, const char *reason);
   /* The pipeline saved its checkpoints: the transport saves its own
-   * state (a disk buffer's read position). */
+   * state (a disk buffer's read position). NULL: it keeps none. */
   void (*checkpoint)(output_sink *o);
-  /* What it adds to the run's summary: a line, or "" for none. */
+  /* What it adds to the run's summary: a line, or "" for none. NULL:
+   * nothing. */
   void (*summary)(output_sink *o, char *line, size_t len);
+  /* Its figures for the metrics (output_tx_stats); NULL: it holds no
+   * records of its own to report. */
   void (*stats)(const output_sink *o, output_tx_stats *st);
   void (*close_handles)(output_sink *o);
   /* Frees its state; -1 when something it held could not be kept. */

@@ -141,47 +141,6 @@ static int cut_partial_line(output_sink *o)
   return ftruncate(o->fd, keep);
 }
 
-int output_open(output_sink *o, uv_loop_t *loop, const char *name,
-                const char *path, size_t flush_bytes, bool lines,
-                output_events ev, char *err, size_t errlen)
-{
-  memset(o, 0, sizeof *o);
-  o->name = name;
-  o->loop = loop;
-  o->ev = ev;
-  o->restore_fd = -1;
-  o->flush_bytes = flush_bytes ? flush_bytes : 1;
-  output_set_high_water(o, OUTPUT_HIGH_WATER);
-  o->fd = STDOUT_FILENO;
-  if (path) {
-    o->path = strdup(path);
-    o->fd = o->path ? open_path(path) : -1;
-    if (o->fd < 0) {
-      snprintf(err, errlen, "cannot open %s for appending: %s", path,
-               errno == ENXIO ? "it is a FIFO that no process reads"
-                              : strerror(errno));
-      free(o->path);
-      o->path = NULL;
-      return -1;
-    }
-    o->own_fd = true;
-  }
-  uv_timer_init(loop, &o->retry);
-  o->retry.data = o;
-  o->handles_open = true;
-  if (classify(o, err, errlen) != 0) goto fail;
-  if (lines && o->path && o->truncatable && cut_partial_line(o) != 0) {
-    snprintf(err, errlen, "cannot repair the end of %s: %s", o->path,
-             strerror(errno));
-    goto fail;
-  }
-  return 0;
-fail:
-  output_fd_close_handles(o);
-  close_fd(o);
-  return -1;
-}
-
 /* Counts the records whose last byte was written. */
 static void ack(output_sink *o)
 {
@@ -401,13 +360,22 @@ static void write_queue(output_sink *o)
   }
 }
 
-void output_fd_write(output_sink *o)
+static void fd_send(output_sink *o)
 {
   write_queue(o);
 }
 
-void output_fd_stop(output_sink *o)
+/* What it writes is acknowledged as it goes: it holds no record. */
+static bool fd_busy(const output_sink *o)
 {
+  (void)o;
+  return false;
+}
+
+/* Cuts a torn record off the file and stops waiting. */
+static void fd_fail(output_sink *o, const char *reason)
+{
+  (void)reason;
   cut_torn(o);
   if (o->pollable) uv_poll_stop(&o->poll);
   if (o->handles_open) uv_timer_stop(&o->retry);
@@ -446,7 +414,7 @@ int output_reopen(output_sink *o)
   return rc;
 }
 
-void output_fd_close_handles(output_sink *o)
+static void fd_close_handles(output_sink *o)
 {
   if (!o->handles_open) return;
   o->handles_open = false;
@@ -454,7 +422,7 @@ void output_fd_close_handles(output_sink *o)
   if (o->pollable) uv_close((uv_handle_t *)&o->poll, NULL);
 }
 
-int output_fd_close(output_sink *o)
+static int fd_close(output_sink *o)
 {
   int rc = o->fd >= 0 ? sync_file(o) : 0;
 
@@ -462,4 +430,51 @@ int output_fd_close(output_sink *o)
   free(o->path);
   o->path = NULL;
   return rc;
+}
+
+static const output_transport fd_transport = {
+  .send = fd_send, .busy = fd_busy, .fail = fd_fail,
+  .close_handles = fd_close_handles, .close = fd_close,
+};
+
+int output_open(output_sink *o, uv_loop_t *loop, const char *name,
+                const char *path, size_t flush_bytes, bool lines,
+                output_events ev, char *err, size_t errlen)
+{
+  memset(o, 0, sizeof *o);
+  o->tx = &fd_transport;
+  o->name = name;
+  o->loop = loop;
+  o->ev = ev;
+  o->restore_fd = -1;
+  o->flush_bytes = flush_bytes ? flush_bytes : 1;
+  output_set_high_water(o, OUTPUT_HIGH_WATER);
+  o->fd = STDOUT_FILENO;
+  if (path) {
+    o->path = strdup(path);
+    o->fd = o->path ? open_path(path) : -1;
+    if (o->fd < 0) {
+      snprintf(err, errlen, "cannot open %s for appending: %s", path,
+               errno == ENXIO ? "it is a FIFO that no process reads"
+                              : strerror(errno));
+      free(o->path);
+      o->path = NULL;
+      return -1;
+    }
+    o->own_fd = true;
+  }
+  uv_timer_init(loop, &o->retry);
+  o->retry.data = o;
+  o->handles_open = true;
+  if (classify(o, err, errlen) != 0) goto fail;
+  if (lines && o->path && o->truncatable && cut_partial_line(o) != 0) {
+    snprintf(err, errlen, "cannot repair the end of %s: %s", o->path,
+             strerror(errno));
+    goto fail;
+  }
+  return 0;
+fail:
+  fd_close_handles(o);
+  close_fd(o);
+  return -1;
 }

@@ -334,7 +334,7 @@ static void on_quiet_timer(uv_timer_t *t)
 
 static void save_transport(output_sink *o)
 {
-  if (o->tx) o->tx->checkpoint(o);
+  if (o->tx->checkpoint) o->tx->checkpoint(o);
 }
 
 static void save_checkpoints(pipeline *pl)
@@ -526,10 +526,10 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
       .failed = o->write_failed + o->encoded.failed,
       .skipped = o->encoded.skipped, .released = o->sink.records_released,
       .queued_records = o->sink.nrecs - o->sink.rec_head,
-      .queued_bytes = output_queued(&o->sink), .has_tx = o->sink.tx != NULL,
+      .queued_bytes = output_queued(&o->sink), .has_tx = o->sink.tx->stats != NULL,
       .timed = o->sink.latency.count};
     latency_report(&o->sink.latency, st->outputs[i].latency_ms);
-    if (o->sink.tx) o->sink.tx->stats(&o->sink, &st->outputs[i].tx);
+    if (o->sink.tx->stats) o->sink.tx->stats(&o->sink, &st->outputs[i].tx);
     lost += o->sink.records_lost;
   }
   if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;
@@ -613,7 +613,7 @@ static void log_summary(pipeline *pl)
               "%.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
               st->outputs[i].name, ms[0], ms[1], ms[2], ms[3], ms[4]);
     }
-    if (o->tx) o->tx->summary(o, more, sizeof more);
+    if (o->tx->summary) o->tx->summary(o, more, sizeof more);
     if (more[0]) log_msg("output '%s': %s", st->outputs[i].name, more);
   }
   log_msg("%" PRIu64 " dead-letter records (%" PRIu64 " written, %" PRIu64

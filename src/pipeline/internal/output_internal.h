@@ -1,6 +1,6 @@
 /*
- * output_internal.h - what a sink's queue (output.c) and its fd writer
- * (output_fd.c) share.
+ * output_internal.h - what a sink's queue (output.c) and the fd writer's
+ * transport (output_fd.c) share.
  */
 #ifndef LUMBERJIT_OUTPUT_INTERNAL_H
 #define LUMBERJIT_OUTPUT_INTERNAL_H
@@ -18,15 +18,5 @@ void output_count_written(output_sink *o, const output_record *r,
 /* The owner's failed callback gets the record without its routing head. */
 void output_fail_record(output_sink *o, const output_record *r,
                         const char *bytes, size_t len, const char *reason);
-
-/* ---- output_fd.c ---- */
-
-/* Writes what the fd takes now, acknowledging whole records. */
-void output_fd_write(output_sink *o);
-/* The sink fails: cuts a torn record off the file, stops waiting. */
-void output_fd_stop(output_sink *o);
-void output_fd_close_handles(output_sink *o);
-/* fsyncs and closes; -1 when fsync failed. */
-int output_fd_close(output_sink *o);
 
 #endif
