@@ -1,7 +1,7 @@
 /*
  * le.h - little-endian integers of 1 to 8 bytes in byte buffers: the
  * layouts lumberjit writes itself (a disk buffer's segments and records, a
- * Kafka record's routing head), the same on every machine.
+ * Kafka record's head), the same on every machine.
  */
 #ifndef LUMBERJIT_LE_H
 #define LUMBERJIT_LE_H

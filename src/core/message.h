@@ -80,7 +80,7 @@ typedef struct {
                           0: not known */
 } msg_origin;
 
-typedef struct {
+typedef struct msg {
   /* Header. A string header that was never set has len 0; numeric headers
    * carry a has_ flag since 0 is a real severity and a real pid. */
   uint8_t uuid[16];

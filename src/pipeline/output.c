@@ -70,7 +70,7 @@ static void compact(output_sink *o)
   o->rec_head = 0;
 }
 
-/* The owner's failed callback gets the record without its routing head. */
+/* The owner's failed callback gets the record without its head (an output_route). */
 void output_fail_record(output_sink *o, const output_record *r,
                         const char *bytes, size_t len, const char *reason)
 {

@@ -72,7 +72,7 @@ typedef struct output_sink output_sink;
 
 typedef struct {
   /* A record the sink could not write; bytes are the encoded record,
-   * without its routing head. */
+   * without its head (plugin.h: output_route). */
   void (*failed)(void *ud, output_sink *o, const output_record *r,
                  const char *bytes, size_t len, const char *reason);
   /* The sink drained, filled up, or failed: see output_full/idle/failed. */
@@ -217,7 +217,7 @@ bool output_idle(const output_sink *o);
 /* Fails every queued record with reason, then writes nothing more. */
 void output_fail(output_sink *o, const char *reason);
 /* For transports. The first queued record not yet taken, with its bytes
- * (routing head included); NULL when there is none. */
+ * (its head included); NULL when there is none. */
 const output_record *output_front(const output_sink *o, const char **bytes,
                                   size_t *len);
 /* The same for the record n places behind the front one. */
@@ -229,7 +229,7 @@ void output_take(output_sink *o);
 /* The record was delivered: it counts as written, its latency measured up
  * to now_us (uv_hrtime in microseconds, which the transport has read). */
 void output_delivered(output_sink *o, const output_record *r, uint64_t now_us);
-/* The record failed: bytes (without the routing head) go to the failed
+/* The record failed: bytes (without its head) go to the failed
  * callback with the reason. */
 void output_undeliverable(output_sink *o, const output_record *r,
                           const char *bytes, size_t len, const char *reason);

@@ -147,7 +147,8 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
       if (!ro->encoder) return -1;
     }
     if (p->type->output->route &&
-        p->type->output->route(p, ro, why, sizeof why) != 0) {
+        p->type->output->route(p, &ro->route, &ro->route_state, why,
+                               sizeof why) != 0) {
       snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
                p->name, why);
       return -1;

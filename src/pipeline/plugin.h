@@ -18,7 +18,6 @@
 
 typedef struct pl_input pl_input;
 typedef struct pl_source pl_source;
-struct router_output;
 
 /* A counter an input type keeps, declared so that the run's summary and
  * the metrics file show it with no edit elsewhere. */
@@ -68,6 +67,16 @@ typedef struct {
   const char *state_dir;  /* NULL: none */
 } output_host;
 
+/* What an output's records carry before their encoded bytes, made on the
+ * worker where the message is (Kafka's topic and key): the transport reads
+ * it back (output_record.head says how long it is). */
+typedef struct output_route {
+  /* Appends the head of m's record to b: NULL, or why it cannot be made
+   * (the record then goes to the dead-letter path with that reason). */
+  const char *(*head)(void *state, const struct msg *m, buf *b);
+  void (*free)(void *state);
+} output_route;
+
 /* What an output type does in the pipeline. */
 typedef struct output_kind {
   /* Opens its sink: a file descriptor output.c writes (output_open), or a
@@ -77,10 +86,10 @@ typedef struct output_kind {
   /* What a start would fail on, found without opening anything (--check);
    * NULL: nothing. */
   int (*check)(const config_plugin *p, char *err, size_t errlen);
-  /* On a worker: what each record needs made from its message besides its
-   * encoding (Kafka's topic and key); NULL: nothing. */
-  int (*route)(const config_plugin *p, struct router_output *ro, char *err,
-               size_t errlen);
+  /* On a worker: the output_route its records' heads are made by, and its
+   * state (freed by route->free); NULL: its records have no head. */
+  int (*route)(const config_plugin *p, const output_route **route,
+               void **state, char *err, size_t errlen);
 } output_kind;
 
 #endif

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "le.h"
 
 void router_init(router *r, router_output *outputs, size_t noutputs,
                  dead_letter *dl)
@@ -23,72 +22,6 @@ void router_init(router *r, router_output *outputs, size_t noutputs,
   msg_init(&r->plain);
 }
 
-bool router_topic_valid(const char *s, size_t len)
-{
-  if (len == 0 || len > 249) return false;
-  for (size_t i = 0; i < len; i++)
-    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-          (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '_' ||
-          s[i] == '-'))
-      return false;
-  return true;
-}
-
-/* The routing head (router.h says its layout), rendered in place.
- * NULL, or why it cannot be made. */
-static const char *write_head(const router_output *o, const msg *m, buf *b)
-{
-  size_t start = b->len, len;
-  char n[4] = {0};
-
-  if (!buf_append(b, n, 2)) return "out of memory";
-  if (!o->topic_static) {
-    if (!record_template_render(o->topic, m, b)) return "out of memory";
-    len = b->len - start - 2;
-    if (!router_topic_valid(b->data + start + 2, len))
-      return "the topic template gives no valid Kafka topic name (1 to 249 "
-             "of a-z, A-Z, 0-9, '.', '_' and '-')";
-    le_put(b->data + start, len, 2);
-  }
-  if (!buf_append(b, n, 4)) return "out of memory";
-  if (o->key) {
-    size_t at = b->len;
-    if (!record_template_render(o->key, m, b)) return "out of memory";
-    len = b->len - at;
-    if (len >= UINT32_MAX) return "the key is longer than 4 GiB";
-    le_put(b->data + at - 4, len + 1, 4);
-  }
-  return NULL;
-}
-
-bool router_head_parse(const char *bytes, size_t head, router_head *h)
-{
-  size_t topic_len, key_field;
-
-  if (head < 6) return false;
-  topic_len = le_get(bytes, 2);
-  if (2 + topic_len + 4 > head) return false;
-  key_field = le_get(bytes + 2 + topic_len, 4);
-  if (2 + topic_len + 4 + (key_field ? key_field - 1 : 0) != head) return false;
-  h->topic = bytes + 2;
-  h->topic_len = topic_len;
-  h->key = key_field ? bytes + 2 + topic_len + 4 : NULL;
-  h->key_len = key_field ? key_field - 1 : 0;
-  return true;
-}
-
-bool router_head_append(buf *b, const char *topic, size_t topic_len,
-                        const char *key, size_t key_len)
-{
-  char n[4];
-
-  if (topic_len > 249 || key_len >= UINT32_MAX) return false;
-  le_put(n, topic_len, 2);
-  if (!buf_append(b, n, 2) || !buf_append(b, topic, topic_len)) return false;
-  le_put(n, key ? key_len + 1 : 0, 4);
-  return buf_append(b, n, 4) && (!key || buf_append(b, key, key_len));
-}
-
 static void encoding_failed(router *r, size_t out, const msg *m,
                             const char *stage, const char *name,
                             const char *reason)
@@ -98,7 +31,7 @@ static void encoding_failed(router *r, size_t out, const msg *m,
 }
 
 /* Before the i-th message chosen for the output being delivered to: its
- * routing head, if the output takes one. False leaves the message out. */
+ * head (an output_route), if the output takes one. False leaves the message out. */
 static bool delivery_begin(void *ud, size_t i)
 {
   router *r = ud;
@@ -109,8 +42,8 @@ static bool delivery_begin(void *ud, size_t i)
 
   r->start = b->len;
   r->head = 0;
-  if (!o->topic) return true;
-  why = write_head(o, m, b);
+  if (!o->route) return true;
+  why = o->route->head(o->route_state, m, b);
   if (why) {
     b->len = r->start;
     encoding_failed(r, r->out, m, "output", o->name, why);
@@ -326,8 +259,7 @@ void router_free(router *r)
   for (size_t i = 0; i < r->noutputs; i++) {
     sandbox_destroy(r->outputs[i].encoder);
     matcher_free(r->outputs[i].match);
-    record_template_free(r->outputs[i].topic);
-    record_template_free(r->outputs[i].key);
+    if (r->outputs[i].route) r->outputs[i].route->free(r->outputs[i].route_state);
   }
   msg_batch_free(&r->batch);
   msg_free(&r->plain);

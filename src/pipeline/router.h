@@ -20,7 +20,7 @@
 #include "matcher.h"
 #include "message.h"
 #include "output.h"
-#include "record_template.h"
+#include "plugin.h"
 #include "sandbox.h"
 
 typedef struct router_output {
@@ -30,30 +30,11 @@ typedef struct router_output {
   matcher *match;            /* owned */
   sandbox *encoder;          /* owned; NULL: the payload as it is */
   output_sink *sink;
-  /* A Kafka output's: each record goes with a routing head (see
-   * router_head_parse), so the topic and key are made here, where the
-   * message is. topic NULL: no head. */
-  record_template *topic, *key; /* owned */
-  bool topic_static;         /* the head names no topic: the output's */
+  /* Each record's head, made here where the message is (plugin.h);
+   * route NULL: none. */
+  const output_route *route;
+  void *route_state;         /* owned */
 } router_output;
-
-/* A record's routing head: the topic (empty: the output's own topic) and
- * the key (NULL: none). */
-typedef struct {
-  const char *topic, *key;
-  size_t topic_len, key_len;
-} router_head;
-
-/* A head is laid out as [u16 topic length][topic][u32 key length + 1, 0
- * for no key][key], little-endian. */
-/* Reads the head of a record of `head` bytes; false when it is not one. */
-bool router_head_parse(const char *bytes, size_t head, router_head *h);
-/* Appends a head (topic_len 0: the output's own topic; key NULL: none);
- * false when out of memory or too long to lay out. */
-bool router_head_append(buf *b, const char *topic, size_t topic_len,
-                        const char *key, size_t key_len);
-/* Kafka's rule for a topic name: 1 to 249 of [a-zA-Z0-9._-]. */
-bool router_topic_valid(const char *s, size_t len);
 
 typedef struct {
   const char *name;          /* the input's */

@@ -13,7 +13,7 @@
 #include "kafka_api.h"
 #include "output_kafka.h"
 #include "record_template.h"
-#include "router.h"
+#include "kafka_head.h"
 
 /* Properties the output relies on: delivery reports for every record, and
  * its own memory setting. */
@@ -151,7 +151,7 @@ static int read_template(plugin_ctx *c, const char *key, bool required,
 static int check_static_topic(plugin_ctx *c, const char *topic)
 {
   if (strstr(topic, "%{")) return 0;
-  if (!router_topic_valid(topic, strlen(topic)))
+  if (!kafka_topic_valid(topic, strlen(topic)))
     return cfg_key_fail(c, "topic", "'%s' is no valid Kafka topic name (1 to "
                         "249 of a-z, A-Z, 0-9, '.', '_' and '-')", topic);
   return 0;

@@ -6,7 +6,7 @@
  *
  * A record in the disk buffer is laid out as
  *   [u16 input name length][input name][u64 position][u8 flags][u32 head]
- *   [the record as queued: routing head (router.h), then the payload]
+ *   [the record as queued: head (kafka_head.h), then the payload]
  * little-endian, so a record produced from the disk buffer in a later run
  * still names its input and position if it has to be dead-lettered.
  */
@@ -19,14 +19,14 @@
 #include "kafka_internal.h"
 #include "le.h"
 #include "log.h"
-#include "router.h"
+#include "kafka_head.h"
 
 /* What the disk buffer adds to a record: its length and CRC, and the
- * length of the input's name, the position and the routing head's length
+ * length of the input's name, the position and the head (kafka_head.h)'s length
  * before it (kafka_spill). */
 #define SPILL_OVERHEAD 23
 /* Room left, for each record librdkafka holds, for its input's name and
- * routing head (kafka_keep_held). */
+ * head (kafka_head.h) (kafka_keep_held). */
 #define NAME_AND_HEAD 64
 
 static void put_le(buf *b, uint64_t v, int n)
@@ -295,7 +295,7 @@ void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
     return;
   }
   if (!k->moving) rec->len = 0;
-  kept = router_head_append(rec, topic, tlen, m->key, m->key_len);
+  kept = kafka_head_append(rec, topic, tlen, m->key, m->key_len);
   s->r.head = (uint32_t)(rec->len - off);
   kept = kept && buf_append(rec, m->payload, m->len);
   if (kept && k->moving) {

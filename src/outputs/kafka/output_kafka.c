@@ -26,7 +26,7 @@
 #include "checkpoint.h"
 #include "kafka_internal.h"
 #include "log.h"
-#include "router.h"
+#include "kafka_head.h"
 
 #define ERROR_LOG_INTERVAL_NS (10ull * 1000000000)
 #define PURGE_WAIT_MS 5000
@@ -127,7 +127,7 @@ static uint64_t cost(uint64_t bytes, uint64_t records)
   return 2 * bytes + records * KAFKA_RECORD_OVERHEAD;
 }
 
-/* Whether librdkafka may take a record of len bytes (routing head
+/* Whether librdkafka may take a record of len bytes (head (kafka_head.h)
  * included: at least its payload and key) besides the pending ones
  * readied for the same call: what it holds stays within k->budget.
  * librdkafka counts only payloads and keys against
@@ -140,7 +140,7 @@ static bool fits(const kafka_output *k, uint64_t pending, size_t len)
          k->budget;
 }
 
-/* Readies one record (routing head first) as m for
+/* Readies one record (head (kafka_head.h) first) as m for
  * rd_kafka_produce_batch: its topic in m->rkt, its slot as its opaque, its
  * bytes spent from the rate caps. pending: what the records readied before
  * it for the same call count (fits). PRODUCED when ready, else why not. */
@@ -149,12 +149,12 @@ static produce_result prepare(kafka_output *k, const output_record *r,
                               uint64_t dq_id, uint64_t pending,
                               rd_kafka_message_t *m, const char **why)
 {
-  router_head h = {"", NULL, 0, 0};
+  kafka_head h = {"", NULL, 0, 0};
   uint64_t wait_ms;
   slot *s;
 
   if (!fits(k, pending, len)) return QUEUE_FULL;
-  if (r->head && !router_head_parse(bytes, r->head, &h)) {
+  if (r->head && !kafka_head_parse(bytes, r->head, &h)) {
     *why = "the record's topic and key are unreadable";
     return REJECTED;
   }

@@ -15,7 +15,7 @@
 /* A record is acknowledged: it counts, and so does its latency. */
 void output_count_written(output_sink *o, const output_record *r,
                           uint64_t now_us);
-/* The owner's failed callback gets the record without its routing head. */
+/* The owner's failed callback gets the record without its head (an output_route). */
 void output_fail_record(output_sink *o, const output_record *r,
                         const char *bytes, size_t len, const char *reason);
 

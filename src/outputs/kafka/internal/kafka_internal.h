@@ -120,14 +120,14 @@ typedef struct kafka_output {
 
 /* ---- output_kafka.c ---- */
 
-/* Hands one record (routing head first) to librdkafka; from_disk: it is
+/* Hands one record (head (kafka_head.h) first) to librdkafka; from_disk: it is
  * the disk buffer's record dq_id. REJECTED and FATAL say why. (The
  * queue's records go in batches.) */
 produce_result kafka_produce(kafka_output *k, const output_record *r,
                              const char *bytes, size_t len, bool from_disk,
                              uint64_t dq_id, const char **why);
 /* A record Kafka will not take goes to the dead-letter path with why
- * (payload: without its routing head), and counts as refused. */
+ * (payload: without its head (kafka_head.h)), and counts as refused. */
 void kafka_refuse(kafka_output *k, const output_record *r,
                   const char *payload, size_t len, const char *why);
 /* The output tries again in ms (rate caps, a full disk). */
