@@ -9,12 +9,12 @@
 --   luajit bench/lua/syslog_decoder.lua /tmp/w3.log [rounds]    (from the repo root;
 --   lpeg from Debian's lua-lpeg: LUA_CPATH=/usr/lib/x86_64-linux-gnu/lua/5.1/?.so)
 --
--- The plugins run in plugin_harness's environment with inject_message
+-- The plugins run in plugin_env's environment with inject_message
 -- keeping nothing, so the figures are the decoders' own cost (inject_message
 -- costs extra in lumberjit).
 
-package.path = "./lua_modules/?.lua;./spec/modules/?.lua;./bench/lua/?.lua;" .. package.path
-local harness = require "plugin_harness"
+package.path = "./lua_modules/?.lua;./bench/lua/?.lua;" .. package.path
+local plugin_env = require "plugin_env"
 
 local path = assert(arg[1], "usage: luajit bench/lua/syslog_decoder.lua LINES_FILE [rounds]")
 local rounds = tonumber(arg[2]) or 5
@@ -41,8 +41,7 @@ local function measure(label, process, lines)
 end
 
 local function decoder(file, config)
-  local plugin = harness.load(file, config, { inject = function() end })
-  return plugin.env.process_message
+  return plugin_env.load(file, config, { inject_message = function() end }).process_message
 end
 
 measure("syslog decoder, RFC 3164", decoder("sandbox/decoders/syslog.lua", { tz = "Asia/Shanghai" }),

@@ -5,7 +5,8 @@
 -- in bench/w3-pipeline.)
 --
 --   luajit bench/lua/syslog_encoders.lua [iterations]     (from the repo root;
---   Debian's luajit package: apt-get install luajit; needs python3)
+--   Debian's luajit package: apt-get install luajit; needs python3, and
+--   build/sandbox_host, which decodes the lines in the real sandbox)
 --
 -- read_message and read_next_field are reduced to
 -- table reads, so the figures are the encoders' own cost (the C API calls
@@ -14,7 +15,8 @@
 -- for messages that came with fractional seconds.
 
 package.path = "./lua_modules/?.lua;./spec/modules/?.lua;./bench/lua/?.lua;" .. package.path
-local harness = require "plugin_harness"
+local host = require "sandbox_host"
+local plugin_env = require "plugin_env"
 local best_of = require "best_of"
 
 local iterations = tonumber(arg[1]) or 1000000
@@ -30,11 +32,11 @@ local function varied_lines()
   return lines
 end
 
--- The decoded messages (record spans read as text by the harness), frozen,
--- each with its fields as read_next_field gives them.
+-- The decoded messages, frozen, each with its fields as read_next_field
+-- gives them.
 local function decoded_messages(lines)
   local messages = {}
-  local decoder = harness.load("sandbox/decoders/rsyslog.lua",
+  local decoder = host.decoder("sandbox/decoders/rsyslog.lua",
                                { template = w3_template, tz = "Asia/Shanghai" })
   for _, line in ipairs(lines) do
     local _, _, decoded = decoder:decode(line)
@@ -60,14 +62,14 @@ local current, cursor
 
 -- An encoder whose read_message and read_next_field read `current`.
 local function encoder_of(path, settings)
-  local encoder = harness.load(path, settings)
-  encoder.env.read_message = function(name) return current[name] end
-  encoder.env.read_next_field = function()
-    cursor = cursor + 1
-    local f = current.fields[cursor]
-    if f then return f.value_type, f.name, f.value, nil, 1 end
-  end
-  return encoder.env.process_message
+  return plugin_env.load(path, settings, {
+    read_message = function(name) return current[name] end,
+    read_next_field = function()
+      cursor = cursor + 1
+      local f = current.fields[cursor]
+      if f then return f.value_type, f.name, f.value, nil, 1 end
+    end,
+  }).process_message
 end
 
 local function measure(label, encode)

@@ -1,15 +1,16 @@
 -- The JSON encoder's C writer (src/runtime/json_message.c, the sandbox's
 -- inject_message_json) against its Lua reference
 -- (spec/modules/json_reference.lua): the same decoder runs in the binary
--- and in the plugin harness on the same lines, and every line the binary
--- writes must be the reference's text, byte for byte. The messages carry
+-- and in the sandbox host (spec/modules/sandbox_host.lua) on the same lines,
+-- where an encoder made of the reference writes each message, and every line
+-- the binary writes must be the reference's text, byte for byte. The messages carry
 -- what JSON makes hard: escapes, control bytes, DEL, invalid and valid
 -- UTF-8, reserved field names, arrays, fractions, huge and negative
 -- numbers, booleans, absent headers; and long strings with a byte to
 -- escape at each place.
 package.path = "./lua_modules/?.lua;./spec/modules/?.lua;" .. package.path
 local run = dofile("spec/e2e/run.lua")
-local harness = require "plugin_harness"
+local host = require "sandbox_host"
 
 local decoder = [[
 local n = 0
@@ -78,8 +79,11 @@ out = { type = "stdout_output", encoder = "json", message_matcher = "TRUE" }
     assert.are.equal(0, r.status, r.stderr)
     local got = run.lines(r.stdout)
     run.write(r.dir .. "/d.lua", decoder)
-    local dec = harness.load(r.dir .. "/d.lua")
-    local enc = harness.load("sandbox/encoders/json.lua")
+    run.write(r.dir .. "/reference.lua", "local json_of = (function()\n"
+              .. run.read("spec/modules/json_reference.lua") .. "\nend)()\n"
+              .. "function process_message() return json_of(read_message, read_next_field) end\n")
+    local dec = host.decoder(r.dir .. "/d.lua")
+    local enc = host.encoder(r.dir .. "/reference.lua")
     assert.are.equal(#lines, #got)
     for i, line in ipairs(lines) do
       local _, err, messages = dec:decode(line)

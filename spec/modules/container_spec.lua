@@ -1,6 +1,6 @@
 dofile("spec/modules/spec_helper.lua")
 local container = require "container"
-local harness = require "plugin_harness"
+local host = require "sandbox_host"
 
 local T = 1704164645                       -- 2024-01-02T03:04:05Z, in seconds
 local TIME = "2024-01-02T03:04:05.123456789Z"
@@ -242,7 +242,7 @@ for _, name in ipairs({ "docker", "cri" }) do
 
   describe(name .. " decoder", function()
     it("injects Timestamp, Payload and the stream", function()
-      local plugin = harness.load(filename)
+      local plugin = host.decoder(filename)
       local rc, err, messages = plugin:decode(case.line("oops \255", "stderr"))
       assert.equal(0, rc)
       assert.is_nil(err)
@@ -251,7 +251,7 @@ for _, name in ipairs({ "docker", "cri" }) do
     end)
 
     it("marks only partial lines as partial", function()
-      local plugin = harness.load(filename)
+      local plugin = host.decoder(filename)
       local _, _, partial = plugin:decode(case.partial_line("first 16 KiB"))
       local _, _, full = plugin:decode(case.line("rest"))
       assert.same({ stream = "stdout", partial = true }, partial[1].Fields)
@@ -260,14 +260,15 @@ for _, name in ipairs({ "docker", "cri" }) do
     end)
 
     it("takes Type and Hostname from the settings", function()
-      local plugin = harness.load(filename, { message_type = "k8s", hostname = "node-1" })
+      local plugin = host.decoder(filename, { message_type = "k8s", hostname = "node-1" })
       local _, _, messages = plugin:decode(case.line(""))
-      assert.same({ { Type = "k8s", Hostname = "node-1", Timestamp = NS, Payload = "",
+      -- No Payload: an empty string header is one never set (src/message.h).
+      assert.same({ { Type = "k8s", Hostname = "node-1", Timestamp = NS,
                       Fields = { stream = "stdout" } } }, messages)
     end)
 
     it("rejects a malformed line with the reason, injecting nothing", function()
-      local plugin = harness.load(filename)
+      local plugin = host.decoder(filename)
       local rc, err, messages = plugin:decode(case.malformed[1])
       assert.same({ -1, case.malformed[2], {} }, { rc, err, messages })
     end)

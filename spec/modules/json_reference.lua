@@ -1,7 +1,8 @@
 -- json_reference: what the JSON encoder (sandbox/encoders/json.lua) writes,
--- in Lua: the reference that the plugin harness serves as
--- inject_message_json, so that the specs of json.lua and of src/json_message.c
--- (which writes the same bytes in C, for speed) check one definition.
+-- in Lua: the reference that spec/e2e/json_writer_spec.lua checks
+-- inject_message_json against, run as an encoder in the sandbox, so that
+-- src/json_message.c (which writes the same bytes in C, for speed) has one
+-- definition to meet.
 --
 --   local json_of = require "json_reference"
 --   local text = json_of(read_message, read_next_field)

@@ -1,10 +1,10 @@
 dofile("spec/modules/spec_helper.lua")
-local harness = require "plugin_harness"
+local host = require "sandbox_host"
+local recent = require "recent"
 local syslog = require "syslog"
 local format = require "rsyslog.format"
 
 local W3 = "<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\n"
-local MAY_20_2026 = function() return 1779235200 end          -- 2026-05-20T00:00:00Z
 
 local W3_MESSAGE = {
   Timestamp = 1779186617e9, Type = "syslog", Hostname = "snack", Severity = 4,
@@ -13,8 +13,19 @@ local W3_MESSAGE = {
 }
 
 local function template_encoder(template, tz)
-  return harness.load("sandbox/encoders/template.lua", { template = template, tz = tz },
-                      { clock = MAY_20_2026 })
+  return host.encoder("sandbox/encoders/template.lua", { template = template, tz = tz })
+end
+
+-- Asserts that `make()` gives the text os.date writes of the time it runs
+-- with `date_format` (UTC, or `offset` seconds east): the $now properties
+-- read the sandbox's clock, and a message without a Timestamp has the time
+-- it was injected. A second may turn during the call: either side is right.
+local function assert_now(date_format, make, offset)
+  local before = os.time()
+  local text = make()
+  local after = os.time()
+  local function at(t) return os.date("!" .. date_format, t + (offset or 0)) end
+  if text ~= at(after) then assert.equal(at(before), text) end
 end
 
 -- The text `template` makes of `message`.
@@ -88,18 +99,31 @@ describe("template encoder", function()
       { "%timestamp%", "May 19 10:30:17" }, { "%timereported%", "May 19 10:30:17" },
       { "%timegenerated%", "May 19 10:30:18" }, { "%protocol-version%", "1" }, { "%iut%", "1" },
       { "%$!user%", "alice" }, { "%$!Mixed%", "7" }, { "%$!absent%", "" },
-      { "%$now%", "2026-05-20" }, { "%$year%", "2026" }, { "%$month%", "05" },
-      { "%$day%", "20" }, { "%$hour%", "00" }, { "%$minute%", "00" },
     }
     for _, case in ipairs(cases) do
       it("writes " .. case[1], function()
         assert.equal(case[2], render(case[1], FULL))
       end)
     end
+    -- The $now family: the sandbox's real clock, in os.date's terms.
+    local now_cases = {
+      { "%$now%", "%Y-%m-%d" }, { "%$year%", "%Y" }, { "%$month%", "%m" },
+      { "%$day%", "%d" }, { "%$hour%", "%H" }, { "%$minute%", "%M" },
+    }
+    for _, case in ipairs(now_cases) do
+      it("writes " .. case[1], function()
+        assert_now(case[2], function() return render(case[1], FULL) end)
+      end)
+    end
 
     it("writes the $now family in tz, and in UTC with -utc", function()
-      assert.equal("2026-05-20 08 2026-05-20 00",
-                   render("%$now% %$hour% %$now-utc% %$hour-utc%", FULL, "Asia/Shanghai"))
+      local encoder = template_encoder("%$now% %$hour%|%$now-utc% %$hour-utc%", "Asia/Shanghai")
+      local text
+      assert_now("%Y-%m-%d %H", function()
+        text = encoder:encode(FULL)
+        return text:match("^(.*)|")
+      end, 8 * 3600)
+      assert_now("%Y-%m-%d %H", function() return text:match("|(.*)$") end)
     end)
 
     it("falls back as rsyslog does when the message lacks a value", function()
@@ -107,7 +131,9 @@ describe("template encoder", function()
                    render("%msg%|%hostname%|%fromhost%|%syslogtag%|%programname%|%app-name%|%procid%"
                           .. "|%msgid%|%structured-data%|%pri%|%pri-text%|%syslogfacility%"
                           .. "|%syslogseverity%|%syslogseverity-text%|%protocol-version%", {}))
-      assert.equal("", render("%timestamp%", {}))
+      -- A message always has a Timestamp: inject_message stamped this one,
+      -- which had none, with the time it was injected.
+      assert_now("%b %e %H:%M:%S", function() return render("%timestamp%", {}) end)
     end)
 
     it("builds pri from syslogfacility and Severity, and the tag from app-name and procid", function()
@@ -302,8 +328,7 @@ describe("rsyslog decoder + template encoder round trip", function()
   local FRACTIONS = { "", ".512345", ".000001", ".999999", "", ".100000", ".250000", "", ".000100", ".123456" }
 
   local function round_trip(template, lines)
-    local decoder = harness.load("sandbox/decoders/rsyslog.lua",
-                                 { template = template, tz = "Asia/Shanghai" }, { clock = MAY_20_2026 })
+    local decoder = host.decoder("sandbox/decoders/rsyslog.lua", { template = template, tz = "Asia/Shanghai" })
     local encoder = template_encoder(template, "Asia/Shanghai")
     for _, line in ipairs(lines) do
       local rc, err, messages = decoder:decode(line)
@@ -330,18 +355,31 @@ describe("rsyslog decoder + template encoder round trip", function()
 end)
 
 describe("rfc5424 encoder", function()
-  local function encoder(settings) return harness.load("sandbox/encoders/rfc5424.lua", settings) end
-  local function encode(message, settings) return encoder(settings):encode(message) end
+  local function encoder(settings) return host.encoder("sandbox/encoders/rfc5424.lua", settings) end
+  -- A message always has a Timestamp (inject_message stamps one left out
+  -- with the time of injection): the cases without one of their own are
+  -- given T, so that their lines are known.
+  local T, T_TEXT = 1779186617e9, "2026-05-19T10:30:17.000000Z"
+  local function encode(message, settings)
+    if message.Timestamp == nil then message.Timestamp = T end
+    return encoder(settings):encode(message)
+  end
+  local function load_error(settings)
+    local ok, err = pcall(encoder, settings)
+    assert.is_false(ok)
+    return err
+  end
 
   it("writes W3's message as RFC 5424", function()
     assert.equal("<44>1 2026-05-19T10:30:17.000000Z snack jls - - - foo bar 32", encode(W3_MESSAGE))
   end)
 
   it("writes what the rsyslog decoder makes of a W3 line, the pid as PROCID", function()
-    local decoder = harness.load("sandbox/decoders/rsyslog.lua", { template = W3, tz = "Asia/Shanghai" },
-                                 { clock = MAY_20_2026 })
+    local decoder = host.decoder("sandbox/decoders/rsyslog.lua", { template = W3, tz = "Asia/Shanghai" })
     local _, _, messages = decoder:decode("<38>May 19 18:30:17 snack sshd[1234]: Accepted publickey")
-    assert.equal("<38>1 2026-05-19T18:30:17.000000+08:00 snack sshd 1234 - - Accepted publickey",
+    -- The year is the one the decoder infers today (spec/modules/recent.lua).
+    assert.equal("<38>1 " .. recent.year(5, 19, 18, 30, 17, 8 * 3600)
+                 .. "-05-19T18:30:17.000000+08:00 snack sshd 1234 - - Accepted publickey",
                  encode(messages[1], { tz = "Asia/Shanghai" }))
   end)
 
@@ -367,22 +405,27 @@ describe("rfc5424 encoder", function()
   end)
 
   it("refuses unknown default facilities and severities", function()
-    assert.has_error(function() encoder({ default_facility = "nonesuch" }) end,
-                     "rfc5424 encoder: default_facility: unknown value 'nonesuch'")
-    assert.has_error(function() encoder({ default_severity = 8 }) end,
-                     "rfc5424 encoder: default_severity: unknown value '8'")
+    assert.matches("rfc5424 encoder: default_facility: unknown value 'nonesuch'",
+                   load_error({ default_facility = "nonesuch" }), 1, true)
+    assert.matches("rfc5424 encoder: default_severity: unknown value '8'",
+                   load_error({ default_severity = 8 }), 1, true)
   end)
 
   it("writes - for what is absent, the hostname setting for a missing Hostname", function()
-    assert.equal("<13>1 - - - - - -", encode({}))
-    assert.equal("<13>1 - relay - - - -", encode({}, { hostname = "relay" }))
-    assert.equal("<13>1 - - - - - - x", encode({ Payload = "x" }))
+    assert.equal("<13>1 " .. T_TEXT .. " - - - - -", encode({}))
+    assert.equal("<13>1 " .. T_TEXT .. " relay - - - -", encode({}, { hostname = "relay" }))
+    assert.equal("<13>1 " .. T_TEXT .. " - - - - - x", encode({ Payload = "x" }))
+    -- TIMESTAMP is never absent: a message without one has the time it was
+    -- injected (encoder():encode, unlike encode, leaves it out).
+    assert_now("%Y-%m-%dT%H:%M:%S", function()
+      return encoder():encode({}):match("^<13>1 (%d+%-%d+%-%d+T%d+:%d+:%d+)%.%d+Z %- %- %- %- %-$")
+    end)
   end)
 
   it("writes TIMESTAMP in tz", function()
     assert.equal("<13>1 2026-05-19T18:30:17.000000+08:00 - - - - -",
                  encode({ Timestamp = 1779186617e9 }, { tz = "Asia/Shanghai" }))
-    assert.has_error(function() encoder({ tz = "Mars/Base" }) end)
+    assert.matches("Mars/Base", load_error({ tz = "Mars/Base" }), 1, true)
   end)
 
   it("keeps header fields within RFC 5424's characters and lengths", function()
@@ -390,7 +433,7 @@ describe("rfc5424 encoder", function()
                       Fields = { ["app-name"] = "my app" .. string.rep("a", 60), msgid = "ID\22047",
                                  procid = "p" } }
     local line = encode(message)
-    local hostname, app_name, procid, msgid = line:match("^<13>1 %- (%S+) (%S+) (%S+) (%S+) %-$")
+    local hostname, app_name, procid, msgid = line:match("^<13>1 %S+ (%S+) (%S+) (%S+) (%S+) %-$")
     assert.equal("my_host_" .. string.rep("h", 247), hostname)
     assert.equal("my_app" .. string.rep("a", 42), app_name)
     assert.equal("42", procid)
@@ -398,21 +441,22 @@ describe("rfc5424 encoder", function()
     assert.equal(255, #hostname)
     assert.equal(48, #app_name)
     local long = encode({ Fields = { procid = string.rep("p", 200), msgid = string.rep("m", 40) } })
-    assert.equal("<13>1 - - - " .. string.rep("p", 128) .. " " .. string.rep("m", 32) .. " -", long)
+    assert.equal("<13>1 " .. T_TEXT .. " - - " .. string.rep("p", 128) .. " " .. string.rep("m", 32) .. " -",
+                 long)
   end)
 
   it("builds STRUCTURED-DATA from SD parameter fields, escaped", function()
     local message = { Fields = { ["ex@32473.iut"] = 3, ["ex@32473.src"] = 'q"b\\s]',
                                  ["meta.sequenceId"] = "1", ["kubernetes.pod"] = "web",
                                  ["a b@1.x"] = "not an SD-ID", path = "/var/log/x" } }
-    assert.equal('<13>1 - - - - - [ex@32473 iut="3" src="q\\"b\\\\s\\]"][meta sequenceId="1"]',
+    assert.equal('<13>1 ' .. T_TEXT .. ' - - - - [ex@32473 iut="3" src="q\\"b\\\\s\\]"][meta sequenceId="1"]',
                  encode(message))
   end)
 
   it("writes - for STRUCTURED-DATA without its field when told not to build it", function()
-    assert.equal("<13>1 - - - - - -", encode({ Fields = { ["meta.sequenceId"] = "1" } },
-                                             { structured_data_from_fields = false }))
-    assert.equal('<13>1 - - - - - [a@1 b="c"]',
+    assert.equal("<13>1 " .. T_TEXT .. " - - - - -", encode({ Fields = { ["meta.sequenceId"] = "1" } },
+                                                             { structured_data_from_fields = false }))
+    assert.equal('<13>1 ' .. T_TEXT .. ' - - - - [a@1 b="c"]',
                  encode({ Fields = { ["structured-data"] = '[a@1 b="c"]' } },
                         { structured_data_from_fields = false }))
   end)
@@ -432,13 +476,13 @@ describe("rfc5424 encoder", function()
   end)
 
   it("prefixes MSG with a BOM when asked", function()
-    assert.equal("<13>1 - - - - - - \239\187\191x", encode({ Payload = "x" }, { bom = true }))
-    assert.equal("<13>1 - - - - - -", encode({}, { bom = true }))
+    assert.equal("<13>1 " .. T_TEXT .. " - - - - - \239\187\191x", encode({ Payload = "x" }, { bom = true }))
+    assert.equal("<13>1 " .. T_TEXT .. " - - - - -", encode({}, { bom = true }))
   end)
 
   it("counts octets for RFC 6587 framing when asked", function()
     local line = encode({ Payload = "日志 x" }, { octet_counted = true })
-    assert.equal("26 <13>1 - - - - - - 日志 x", line)
-    assert.equal(26, #line:match("^%d+ (.*)$"))
+    assert.equal("52 <13>1 " .. T_TEXT .. " - - - - - 日志 x", line)
+    assert.equal(52, #line:match("^%d+ (.*)$"))
   end)
 end)
