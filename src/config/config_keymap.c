@@ -231,6 +231,23 @@ int cfg_read_keys(plugin_ctx *c, const config_key *keys, void *settings)
          read_maps(c, maps, NULL, settings) != 0 ? -1 : 0;
 }
 
+int cfg_read_table(plugin_ctx *c, const char *key, const char *shape,
+                   const config_key *keys, void *settings)
+{
+  lua_State *L = c->ld->L;
+  int t = cfg_get_key(L, key), rc;
+
+  if (t != LUA_TTABLE) {
+    lua_pop(L, 1);
+    if (t == LUA_TNIL) return 0;
+    return cfg_key_fail(c, key, "must be %s, not a %s", shape,
+                        lua_typename(L, t));
+  }
+  rc = cfg_read_keys(c, keys, settings);
+  lua_pop(L, 1);
+  return rc == 0 ? 1 : -1;
+}
+
 static void free_key(const config_key *k, void *base)
 {
   void *at = (char *)base + k->offset;

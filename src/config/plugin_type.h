@@ -133,6 +133,11 @@ int cfg_read_list(plugin_ctx *c, const char *key, bool required, char ***out);
 /* Reads a nested table's keys (on top of the stack) by a key map, into
  * settings; errors name its keys as keys of the plugin. */
 int cfg_read_keys(plugin_ctx *c, const config_key *keys, void *settings);
+/* Reads the table at `key` by a key map into settings: 1 when read, 0
+ * when the key is absent, -1 (after cfg_key_fail, naming `shape`: "a
+ * table {cert=, key=}") when it is no table or a key of it is wrong. */
+int cfg_read_table(plugin_ctx *c, const char *key, const char *shape,
+                   const config_key *keys, void *settings);
 /* Frees what a key map's reads allocated. */
 void cfg_free_keys(const config_key *keys, void *settings);
 

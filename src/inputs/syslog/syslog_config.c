@@ -122,30 +122,22 @@ static int read_tls(plugin_ctx *c, void *settings)
 {
   config_syslog *s = settings;
   lua_State *L = cfg_lua(c);
-  int t = cfg_get_key(L, "tls"), rc;
+  bool tls = s->transport == SYSLOG_TLS;
+  bool given = cfg_get_key(L, "tls") != LUA_TNIL;
+  int rc;
 
-  if (t == LUA_TNIL) {
-    lua_pop(L, 1);
-    if (s->transport == SYSLOG_TLS)
-      return cfg_key_fail(c, "tls", "is required for a tls:// address "
-                          "(cert and key)");
-    return 0;
-  }
-  if (s->transport != SYSLOG_TLS) {
-    lua_pop(L, 1);
-    return cfg_key_fail(c, "tls", "is for tls:// addresses only");
-  }
-  if (t != LUA_TTABLE) {
-    lua_pop(L, 1);
-    return cfg_key_fail(c, "tls", "must be a table {cert=, key=, ca=, "
-                        "verify_client=}");
-  }
-  rc = cfg_read_keys(c, tls_keys, s);
   lua_pop(L, 1);
-  if (rc == 0 && s->tls.verify_client && !s->tls.ca)
+  if (!given && tls)
+    return cfg_key_fail(c, "tls", "is required for a tls:// address "
+                        "(cert and key)");
+  if (given && !tls)
+    return cfg_key_fail(c, "tls", "is for tls:// addresses only");
+  rc = cfg_read_table(c, "tls", "a table {cert=, key=, ca=, verify_client=}",
+                      tls_keys, s);
+  if (rc > 0 && s->tls.verify_client && !s->tls.ca)
     return cfg_key_fail(c, "tls", "verify_client needs ca, the certificate "
                         "authority clients' certificates are checked against");
-  return rc;
+  return rc < 0 ? -1 : 0;
 }
 
 static void free_address(void *settings)

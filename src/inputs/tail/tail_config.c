@@ -5,8 +5,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include <lua.h>
-
 #include "tail.h"
 
 #define T(field) offsetof(config_tail, field)
@@ -43,20 +41,14 @@ static const config_key multiline_keys_map[] = {
 static int read_multiline(plugin_ctx *c, void *settings)
 {
   join_rule *r = &((config_tail *)settings)->join;
-  lua_State *L = cfg_lua(c);
   multiline_keys m = {0};
-  int t = cfg_get_key(L, "multiline"), rc, modes;
+  int rc, modes;
   char why[256];
 
   *r = (join_rule){JOIN_NONE, NULL, 1000, 1u << 20, 1000};
-  if (t != LUA_TTABLE) {
-    lua_pop(L, 1);
-    if (t == LUA_TNIL) return 0;
-    return cfg_key_fail(c, "multiline", "must be a table such as { start = "
-                        "\"^%%d\" }, not a %s", lua_typename(L, t));
-  }
-  rc = cfg_read_keys(c, multiline_keys_map, &m);
-  lua_pop(L, 1);
+  rc = cfg_read_table(c, "multiline", "a table such as { start = \"^%d\" }",
+                      multiline_keys_map, &m);
+  if (rc == 0) return 0;
   modes = (m.start != NULL) + (m.cont != NULL) + m.cri + m.docker;
   r->mode = m.start ? JOIN_START : m.cont ? JOIN_CONTINUE
           : m.cri ? JOIN_CRI : JOIN_DOCKER;
@@ -65,7 +57,7 @@ static int read_multiline(plugin_ctx *c, void *settings)
   r->max_bytes = m.max_bytes;
   r->flush_ms = m.flush_ms;
   if (m.start && m.cont) free(m.cont);
-  if (rc != 0) return -1;
+  if (rc < 0) return -1;
   if (modes != 1)
     return cfg_key_fail(c, "multiline", "needs one of start, continue, cri = "
                         "true or docker = true");

@@ -213,25 +213,14 @@ static const config_key disk_buffer_keys[] = {
 static int read_disk_buffer(plugin_ctx *c, void *settings)
 {
   config_kafka *k = settings;
-  lua_State *L = cfg_lua(c);
-  int t = cfg_get_key(L, "disk_buffer"), rc;
+  int rc = cfg_read_table(c, "disk_buffer", "a table {path=, max_bytes=, "
+                          "segment_bytes=}", disk_buffer_keys, k);
 
-  if (t == LUA_TNIL) {
-    lua_pop(L, 1);
-    return 0;
-  }
-  if (t != LUA_TTABLE) {
-    lua_pop(L, 1);
-    return cfg_key_fail(c, "disk_buffer", "must be a table {path=, "
-                        "max_bytes=, segment_bytes=}");
-  }
-  rc = cfg_read_keys(c, disk_buffer_keys, k);
-  lua_pop(L, 1);
-  if (rc == 0 && k->buffer_max_bytes < k->buffer_segment_bytes)
+  if (rc > 0 && k->buffer_max_bytes < k->buffer_segment_bytes)
     return cfg_key_fail(c, "disk_buffer", "max_bytes must be at least "
                         "segment_bytes (%llu)",
                         (unsigned long long)k->buffer_segment_bytes);
-  return rc;
+  return rc < 0 ? -1 : 0;
 }
 
 static void free_disk_buffer(void *settings)
