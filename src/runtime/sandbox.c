@@ -43,7 +43,9 @@
 
 /* Fixed stack slots of a loaded state: the driver (sandbox_batch.c) holds
  * the entry point. */
-enum { SLOT_ERRFUNC = 1, SLOT_DRIVER = 2 };
+/* The stack of a state between calls: the error handler, the driver of
+ * the entry point, and a filter's timer_event (nil for none). */
+enum { SLOT_ERRFUNC = 1, SLOT_DRIVER = 2, SLOT_TIMER = 3, SLOT_TOP = SLOT_TIMER };
 
 static const char *const limit_names[] = {
   "none", "instruction", "cpu", "memory", "output", "input"
@@ -237,7 +239,8 @@ static void end_call(sandbox *sb)
 /* The function a plugin's calls enter, for messages. */
 static const char *entry_name(const sandbox *sb)
 {
-  return sb->by_position ? "process_record" : "process_message";
+  return sb->timer_call ? "timer_event"
+       : sb->by_position ? "process_record" : "process_message";
 }
 
 /* The limit a finished call broke: the first one noted, else a refused
@@ -429,6 +432,12 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
              lua_isstring(L, -1) ? lua_tostring(L, -1) : "not enough memory");
     goto fail;
   }
+  lua_pushliteral(L, "timer_event");
+  lua_rawget(L, LUA_GLOBALSINDEX);
+  if (sb->kind != SANDBOX_FILTER || !lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushnil(L);
+  }
   lua_gc(L, LUA_GCCOLLECT, 0);
   return 0;
 fail:
@@ -512,7 +521,7 @@ static void fail_call(sandbox *sb, sandbox_limit limit, sandbox_result *res)
   res->status = SANDBOX_FAILED;
   res->limit = limit;
   describe_failure(sb, limit, res);
-  lua_settop(sb->L, SLOT_DRIVER);
+  lua_settop(sb->L, SLOT_TOP);
   recover(sb, res);
 }
 
@@ -563,7 +572,7 @@ static void run_items(sandbox *sb)
     } else if (rc != 0) {
       /* Raised in the driver between two items (a limit whose hook fired
        * late): no item failed. */
-      lua_settop(sb->L, SLOT_DRIVER);
+      lua_settop(sb->L, SLOT_TOP);
     }
   }
 }
@@ -590,6 +599,50 @@ void sandbox_decode_many(sandbox *sb, const msg_origin *recs, size_t n,
   sb->run.recs = recs;
   sb->batch = out;
   run_batch(sb, n, each);
+}
+
+void sandbox_filter_many(sandbox *sb, const msg *const *msgs, size_t n,
+                         msg_batch *out, const sandbox_each *each)
+{
+  sb->run.msgs = msgs;
+  sb->batch = out;
+  run_batch(sb, n, each);
+}
+
+bool sandbox_has_timer(const sandbox *sb)
+{
+  return sb->L && lua_isfunction(sb->L, SLOT_TIMER);
+}
+
+void sandbox_timer_event(sandbox *sb, int64_t ns, const msg_origin *origin,
+                         msg_batch *out, sandbox_result *res)
+{
+  uint32_t first = out->len;
+  int rc;
+
+  res->status = SANDBOX_OK;
+  res->limit = SANDBOX_LIMIT_NONE;
+  res->reason[0] = '\0';
+  if (stopped(sb, res) || !sandbox_has_timer(sb)) return;
+  sb->batch = out;
+  sb->origin = origin;
+  sb->batch_now_ns = 0;
+  begin_call(sb);
+  sb->stats.calls++;
+  lua_pushvalue(sb->L, SLOT_TIMER);
+  lua_pushnumber(sb->L, (lua_Number)ns);
+  rc = lua_pcall(sb->L, 1, 0, SLOT_ERRFUNC);
+  end_call(sb);
+  if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
+    sb->timer_call = true;
+    fail_call(sb, call_broken(sb), res);
+    sb->timer_call = false;
+    out->len = first;
+  } else {
+    sb->failures_in_row = 0;
+  }
+  sb->batch = NULL;
+  sb->origin = NULL;
 }
 
 void sandbox_encode_many(sandbox *sb, const msg *const *msgs, size_t n,

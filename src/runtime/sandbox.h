@@ -46,7 +46,10 @@
 typedef struct sandbox sandbox;
 typedef struct sandbox_watchdog sandbox_watchdog;
 
-typedef enum { SANDBOX_DECODER, SANDBOX_ENCODER } sandbox_kind;
+/* A decoder makes messages of records; an encoder writes messages; a
+ * filter reads a message and injects the messages that replace it, or
+ * that it makes of what it saw (and, with timer_event, every interval). */
+typedef enum { SANDBOX_DECODER, SANDBOX_ENCODER, SANDBOX_FILTER } sandbox_kind;
 
 typedef struct {
   uint64_t instruction_limit; /* 0: none */
@@ -149,6 +152,20 @@ void sandbox_decode_many(sandbox *sb, const msg_origin *recs, size_t n,
  * appended to `out`. */
 void sandbox_encode_many(sandbox *sb, const msg *const *msgs, size_t n,
                          buf *out, const sandbox_each *each);
+
+/* Filter calls: process_message() reading each of the n messages, in
+ * order, each with the limits of a call of its own; the messages it
+ * injects for message i are appended to `out` with message i's origin.
+ * A filter that returns -1 rejects the message, with its reason. */
+void sandbox_filter_many(sandbox *sb, const msg *const *msgs, size_t n,
+                         msg_batch *out, const sandbox_each *each);
+/* Whether the filter defines timer_event. */
+bool sandbox_has_timer(const sandbox *sb);
+/* A filter's timer_event(ns): one call, with the limits of a call; the
+ * messages it injects are appended to `out` with `origin`. Nothing runs
+ * when it has no timer_event (res says SANDBOX_OK). */
+void sandbox_timer_event(sandbox *sb, int64_t ns, const msg_origin *origin,
+                         msg_batch *out, sandbox_result *res);
 
 /* One record or one message: the above for a batch of one. */
 void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,

@@ -342,7 +342,9 @@ static int api_inject_message(lua_State *L)
   sandbox *sb = sandbox_of(L);
   msg *m = &sb->scratch;
 
-  if (!sb->batch) return luaL_error(L, "inject_message: only decoders inject messages");
+  if (!sb->batch)
+    return luaL_error(L, "inject_message: only decoders and filters inject "
+                      "messages");
   if (sandbox_inject_fast(L, sb)) return 0;
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
@@ -392,6 +394,12 @@ int sandbox_api_open(lua_State *L, sandbox *sb, char *err, size_t errlen)
     sandbox_inject_names(L, sb);
     sandbox_span_open(L, sb);
     return sandbox_record_open(L, sb, err, errlen);
+  }
+  if (sb->kind == SANDBOX_FILTER) {
+    /* It reads the message as an encoder does, and injects as a decoder. */
+    lua_register(L, "inject_message", api_inject_message);
+    sandbox_inject_names(L, sb);
+    return sandbox_view_open(L, sb, err, errlen);
   }
   lua_register(L, "inject_payload", api_inject_payload);
   return sandbox_view_open(L, sb, err, errlen);

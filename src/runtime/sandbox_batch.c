@@ -1,7 +1,7 @@
 /*
  * sandbox_batch.c - the driver: one call into Lua runs a plugin's entry
- * point for each item of a batch, the records a decoder decodes or the
- * messages an encoder encodes.
+ * point for each item of a batch: the records a decoder decodes, the
+ * messages an encoder encodes or a filter reads.
  *
  * Why: a lua_pcall from C per record, plus the C API calls around it to
  * push the record and read the results, and the exits from compiled code
@@ -45,6 +45,14 @@ static const char driver_source[] =
   "local record = ffi.cast('const lj_driver_record *', record_at)\n"
   "local sb, string_of, type = ffi.cast('void *', sandbox), ffi.string, type\n"
   "\n"
+  "if kind == 'filter' then\n"
+  "  return function()\n"
+  "    repeat\n"
+  "      local code, reason = entry()\n"
+  "      if code == -1 then reject(reason) end\n"
+  "    until step(sb, type(code) == 'number' and code or 0, nil, 0) < 0\n"
+  "  end\n"
+  "end\n"
   "if kind == 'encoder' then\n"
   "  return function()\n"
   "    repeat\n"
@@ -71,10 +79,10 @@ static const char driver_source[] =
   "end\n";
 
 /* Item i's output so far is dropped: a result other than SANDBOX_OK
- * leaves none. */
+ * leaves none. Decoders and filters make messages, encoders bytes. */
 static void drop_output(sandbox *sb)
 {
-  if (sb->kind == SANDBOX_DECODER) sb->batch->len = (uint32_t)sb->run.first;
+  if (sb->kind != SANDBOX_ENCODER) sb->batch->len = (uint32_t)sb->run.first;
   else sb->out->len = sb->run.first;
 }
 
@@ -99,7 +107,7 @@ static bool take_up(sandbox *sb)
     run->i++;
     return false;
   }
-  run->first = sb->kind == SANDBOX_DECODER ? sb->batch->len : sb->out->len;
+  run->first = sb->kind != SANDBOX_ENCODER ? sb->batch->len : sb->out->len;
   return true;
 }
 
@@ -137,7 +145,7 @@ int32_t sandbox_item_next(sandbox *sb)
   while (run->i < run->n) {
     if (atomic_load_explicit(&sb->hook_armed, memory_order_relaxed)) return -1;
     if (!take_up(sb)) continue;
-    if (sb->kind == SANDBOX_ENCODER) {
+    if (sb->kind != SANDBOX_DECODER) {
       const msg *m = run->msgs[run->i];
       sb->current = m;
       sb->origin = &m->origin;
@@ -155,7 +163,7 @@ int32_t sandbox_item_next(sandbox *sb)
     sandbox_new_call(sb);
     sb->stats.calls++;
     run->running = true;
-    return sb->kind == SANDBOX_ENCODER ? 0 : sb->record.len;
+    return sb->kind != SANDBOX_DECODER ? 0 : sb->record.len;
   }
   return -1;
 }
@@ -231,6 +239,7 @@ static int api_bad_result(lua_State *L)
 void sandbox_batch_open(lua_State *L, sandbox *sb)
 {
   const char *kind = sb->kind == SANDBOX_ENCODER ? "encoder"
+                   : sb->kind == SANDBOX_FILTER ? "filter"
                    : sb->by_position ? "record" : "message";
 
   sandbox_push_trusted(L, driver_source, sizeof driver_source - 1, "=driver");

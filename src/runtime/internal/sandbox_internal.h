@@ -42,7 +42,7 @@ typedef struct {
  * a decoder or the messages of an encoder. */
 typedef struct {
   const msg_origin *recs;   /* decoder */
-  const msg *const *msgs;   /* encoder */
+  const msg *const *msgs;   /* encoder, filter */
   size_t n, i;
   bool running;             /* item i has begun and not ended */
   size_t first;             /* where item i's output begins: a message of
@@ -62,6 +62,7 @@ struct sandbox {
   bool by_position;        /* defines process_record: reads with record_byte */
   int entry_line;          /* where it is defined */
   bool loading;            /* running the plugin's top level */
+  bool timer_call;         /* a failed call was timer_event's */
   sandbox_mem mem;
   sandbox_stats stats;
   uint32_t failures_in_row;
@@ -73,7 +74,7 @@ struct sandbox {
   sandbox_run run;
   const msg_origin *origin; /* decoder: the record; encoder: the message's */
   sandbox_record record;    /* process_record's record */
-  msg_batch *batch;         /* decoder output */
+  msg_batch *batch;         /* decoder and filter output */
   msg scratch;              /* inject_message builds a message here */
   int64_t batch_now_ns;     /* the stamp of unstamped messages; 0: unread */
   const char *inject_names[MSG_H_COUNT + 1]; /* headers, "Fields": interned */
@@ -82,7 +83,7 @@ struct sandbox {
    * (sandbox_inject.c): hmask + 1 nodes, field_order_n of them in use. */
   uint32_t field_order[SANDBOX_FIELD_ORDER_MAX];
   uint32_t field_order_n, field_order_hmask;
-  const msg *current;       /* encoder input */
+  const msg *current;       /* encoder and filter input */
   uint32_t field_iter;      /* read_next_field position */
   buf *out;                 /* encoder output */
   size_t emitted;           /* bytes counted against output_limit */
