@@ -28,6 +28,7 @@
 
 #include "config_internal.h"
 #include "pattern.h"
+#include "syslog_output.h"
 
 #define CONFIG_INSTRUCTION_BUDGET 10000000
 #define CONFIG_MEMORY_LIMIT (64u << 20)
@@ -123,6 +124,11 @@ static int check_references(loader *ld, const config *cfg)
       return cfg_fail(ld, cfg_key_line(ld->text, "disk_buffer", p->line),
                       "output '%s': key 'disk_buffer' needs a path, or "
                       "lumberjit.state_dir to keep it in", p->name);
+    if (p->type == OUTPUT_SYSLOG && p->syslog_output->buffer_max_bytes &&
+        !p->syslog_output->buffer_path && !cfg->state_dir)
+      return cfg_fail(ld, cfg_key_line(ld->text, "disk_buffer", p->line),
+                      "output '%s': key 'disk_buffer' needs a path, or "
+                      "lumberjit.state_dir to keep it in", p->name);
     has_input |= p->role == PLUGIN_INPUT;
     has_output |= p->role == PLUGIN_OUTPUT;
   }
@@ -137,11 +143,12 @@ static int check_references(loader *ld, const config *cfg)
                   "global settings 'lumberjit': key 'dead_letter_output' "
                   "names '%s', which is not an output in this file",
                   cfg->dead_letter_output);
-    if (dl->type == OUTPUT_KAFKA)
+    if (dl->type == OUTPUT_KAFKA || dl->type == OUTPUT_SYSLOG)
       return cfg_fail(ld, cfg_key_line(ld->text, "dead_letter_output", 1),
                   "global settings 'lumberjit': key 'dead_letter_output' "
-                  "names kafka_output '%s': dead letters go to a file or "
-                  "standard output", cfg->dead_letter_output);
+                  "names %s '%s': dead letters go to a file or "
+                  "standard output", dl->type == OUTPUT_KAFKA ?
+                  "kafka_output" : "syslog_output", cfg->dead_letter_output);
   }
   return 0;
 }
@@ -529,6 +536,7 @@ void config_free(config *cfg)
     free(p->kafka.key);
     config_list_free(p->kafka.properties);
     free(p->kafka.buffer_path);
+    syslog_output_config_free(p->syslog_output);
   }
   free(cfg->plugins);
   free(cfg->file);

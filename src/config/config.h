@@ -49,6 +49,7 @@ typedef enum {
   OUTPUT_STDOUT,
   OUTPUT_FILE,
   OUTPUT_KAFKA,
+  OUTPUT_SYSLOG,
   PLUGIN_SANDBOX
 } config_plugin_type;
 
@@ -145,6 +146,7 @@ typedef struct {
   bool newline;          /* append "\n" after each encoded message */
   size_t flush_bytes;    /* write out once this much is buffered */
   config_kafka kafka;    /* kafka_output */
+  struct syslog_output_config *syslog_output; /* syslog_output.h */
 } config_plugin;
 
 typedef struct {

@@ -22,6 +22,7 @@
 #include "data_dir.h"
 #include "line_generator.h"
 #include "matcher.h"
+#include "syslog_output_config.h"
 
 #define SETTINGS_MAX_DEPTH 16
 
@@ -474,6 +475,8 @@ static const plugin_type_info plugin_types[] = {
    read_file_output},
   {"kafka_output", PLUGIN_OUTPUT, OUTPUT_KAFKA, config_kafka_keys,
    config_read_kafka},
+  {"syslog_output", PLUGIN_OUTPUT, OUTPUT_SYSLOG, syslog_output_keys,
+   syslog_output_read_config},
   {NULL, 0, 0, NULL, NULL}
 };
 

@@ -19,6 +19,7 @@
 #include "heap.h"
 #include "log.h"
 #include "output_kafka.h"
+#include "syslog_output.h"
 #include "pipeline_internal.h"
 #include "syslog_input.h"
 #include "tail.h"
@@ -88,6 +89,23 @@ static int open_kafka(pipeline *pl, pl_output *o, char *err, size_t errlen)
                            pipeline_sink_events(pl), err, errlen);
 }
 
+/* A syslog_output, with its disk buffer in its path or in state_dir. */
+static int open_syslog(pipeline *pl, pl_output *o, char *err, size_t errlen)
+{
+  const syslog_output_config *s = o->cfg->syslog_output;
+  char dir[4096];
+  const char *buffer = NULL;
+
+  if (s->buffer_max_bytes && s->buffer_path) {
+    buffer = s->buffer_path;
+  } else if (s->buffer_max_bytes) { /* config.c made sure of state_dir */
+    snprintf(dir, sizeof dir, "%s/syslog-%s", pl->cfg->state_dir, o->name);
+    buffer = dir;
+  }
+  return syslog_output_open(&o->sink, pl->loop, o->label, s, buffer,
+                            pipeline_sink_events(pl), err, errlen);
+}
+
 static int build_outputs(pipeline *pl, char *err, size_t errlen)
 {
   const config *cfg = pl->cfg;
@@ -108,6 +126,7 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
     }
     sprintf(o->label, "output '%s'", p->name);
     if (p->type == OUTPUT_KAFKA ? open_kafka(pl, o, why, sizeof why) != 0
+        : p->type == OUTPUT_SYSLOG ? open_syslog(pl, o, why, sizeof why) != 0
         : output_open(&o->sink, pl->loop, o->label,
                       p->type == OUTPUT_FILE ? p->path : NULL, p->flush_bytes,
                       p->newline, pipeline_sink_events(pl), why,
@@ -637,6 +656,12 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
     if (p->type == OUTPUT_KAFKA &&
         output_kafka_check(&p->kafka, why, sizeof why) != 0) {
       snprintf(err, errlen, "%s:%d: kafka_output '%s': %s", cfg->file,
+               p->line, p->name, why);
+      rc = -1;
+    }
+    if (rc == 0 && p->type == OUTPUT_SYSLOG &&
+        syslog_output_check(p->syslog_output, why, sizeof why) != 0) {
+      snprintf(err, errlen, "%s:%d: syslog_output '%s': %s", cfg->file,
                p->line, p->name, why);
       rc = -1;
     }
