@@ -158,6 +158,7 @@ static void compact(syslog_output *so)
 void so_written(syslog_output *so, uint64_t written)
 {
   uint64_t now_ns = uv_hrtime();
+  bool disk_acked = false;
 
   while (so->ent_head < so->ent_encoded &&
          so->ents[so->ent_head].wire_end <= written) {
@@ -168,11 +169,12 @@ void so_written(syslog_output *so, uint64_t written)
       spool_ack(so->spool, e->dq_id);
       so->from_disk++;
       so->o->records_written++;
-      if (so->ent_head == so->nents) so_note_backlog(so);
+      disk_acked = true;
     } else {
       output_delivered(so->o, &e->r, now_ns / 1000);
     }
   }
+  if (disk_acked) so_note_backlog(so);
   compact(so);
 }
 
