@@ -139,7 +139,7 @@ int tls_session_feed(tls_session *t, const char *bytes, size_t len,
                      size_t errlen)
 {
   char plain[16384];
-  int n, rc = 0;
+  int n = 0, rc = 0;
 
   ERR_clear_error();
   if (len > 0 && BIO_write(t->in, bytes, (int)len) != (int)len) {
