@@ -309,9 +309,12 @@ uint64_t so_conn_push(syslog_output *so, const char *bytes, size_t len)
 /* Written bytes leave the front of wire. */
 static void compact(so_conn *c)
 {
-  if (c->wire_head < c->wire.len && c->wire_head < (64u << 10)) return;
-  memmove(c->wire.data, c->wire.data + c->wire_head,
-          c->wire.len - c->wire_head);
+  if (c->wire_head == 0 ||
+      (c->wire_head < c->wire.len && c->wire_head < (64u << 10)))
+    return;
+  if (c->wire_head < c->wire.len)
+    memmove(c->wire.data, c->wire.data + c->wire_head,
+            c->wire.len - c->wire_head);
   c->wire_base += c->wire_head;
   c->wire.len -= c->wire_head;
   c->wire_head = 0;
