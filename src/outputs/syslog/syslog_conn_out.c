@@ -68,11 +68,27 @@ void so_conn_backoff(syslog_output *so)
                        ? so->backoff_max_ms : so->backoff_ms * 2;
 }
 
+static void connect_to(syslog_output *so, const struct sockaddr *sa);
+
+/* A name's next address, after this one refused or did not answer (the
+ * name's IPv6 address where the receiver listens on IPv4 only): true when
+ * there was one to try. */
+static bool try_next_address(syslog_output *so)
+{
+  struct addrinfo *ai = so->next_addr;
+
+  if (!ai) return false;
+  so->next_addr = ai->ai_next;
+  so_conn_drop(so, NULL);
+  connect_to(so, ai->ai_addr);
+  return true;
+}
+
 static void on_deadline(uv_timer_t *t)
 {
   syslog_output *so = t->data;
 
-  if (so->conn && !so->conn->ready)
+  if (so->conn && !so->conn->ready && !try_next_address(so))
     attempt_failed(so, "no connection within connect_timeout_ms");
 }
 
@@ -147,7 +163,7 @@ static void on_connect(uv_connect_t *req, int status)
 
   if (so->conn != c) return;
   if (status < 0) {
-    attempt_failed(so, uv_strerror(status));
+    if (!try_next_address(so)) attempt_failed(so, uv_strerror(status));
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
@@ -220,13 +236,17 @@ static void on_resolved(uv_getaddrinfo_t *req, int status,
     return;
   }
   if (status < 0 || !res) {
+    uv_freeaddrinfo(res);
     snprintf(why, sizeof why, "cannot resolve %s: %s", so->host,
              uv_strerror(status));
     attempt_failed(so, why);
-  } else {
-    resolved(so, res->ai_addr, res->ai_addrlen);
+    return;
   }
-  uv_freeaddrinfo(res);
+  /* Kept while the attempt tries them in turn (try_next_address). */
+  uv_freeaddrinfo(so->addrs);
+  so->addrs = res;
+  so->next_addr = res->ai_next;
+  resolved(so, res->ai_addr, res->ai_addrlen);
 }
 
 /* An address written as digits needs no resolver. */
@@ -264,6 +284,7 @@ void so_conn_start(syslog_output *so)
   if (so->stopped || so->conn || so->resolving || so->udp_ready ||
       uv_is_active((uv_handle_t *)&so->retry))
     return;
+  so->next_addr = NULL;
   if (numeric(so, &sa, &len)) {
     resolved(so, (struct sockaddr *)&sa, len);
     return;

@@ -67,6 +67,8 @@ typedef struct syslog_output {
   uv_timer_t later;         /* a full disk buffer, a full socket buffer */
   uv_getaddrinfo_t resolve;
   bool resolving;
+  struct addrinfo *addrs;   /* the name's addresses, being tried */
+  struct addrinfo *next_addr; /* the one to try when this one fails */
   bool handles_open;
   so_conn *conn;            /* the connection, or NULL */
   bool away;                /* an attempt failed or the connection broke */

@@ -215,6 +215,7 @@ static int close_output(output_sink *o)
 
   if (spool_close(so->spool) != 0) rc = -1;
   tls_client_free(so->tls);
+  uv_freeaddrinfo(so->addrs);
   buf_free(&so->plain);
   buf_free(&so->scratch);
   free(so->ents);

@@ -10,7 +10,8 @@
  * Keys:
  *   address      "tcp://HOST:PORT", "tls://HOST:PORT" or "udp://HOST:PORT"
  *                (required). HOST is an IPv4 address, [IPv6] or a name,
- *                resolved at each connection attempt.
+ *                resolved at each connection attempt, its addresses tried
+ *                in turn (UDP: the first).
  *   framing      TCP and TLS: "octet_counting" (RFC 6587 and 5425: "LEN "
  *                before each record; the default) or "newline"
  *                (non-transparent: each record ends in "\n", which then
