@@ -1,13 +1,19 @@
 /* tls.c - see tls.h. */
 #include "tls.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 struct tls_server {
+  SSL_CTX *ctx;
+};
+
+struct tls_client {
   SSL_CTX *ctx;
 };
 
@@ -72,12 +78,13 @@ void tls_server_free(tls_server *s)
   free(s);
 }
 
-tls_session *tls_session_new(tls_server *s)
+/* A session of ctx on two memory BIOs, neither side chosen yet. */
+static tls_session *session_new(SSL_CTX *ctx)
 {
   tls_session *t = calloc(1, sizeof *t);
 
   if (!t) return NULL;
-  t->ssl = SSL_new(s->ctx);
+  t->ssl = SSL_new(ctx);
   t->in = BIO_new(BIO_s_mem());
   t->out = BIO_new(BIO_s_mem());
   if (!t->ssl || !t->in || !t->out) {
@@ -88,7 +95,14 @@ tls_session *tls_session_new(tls_server *s)
     return NULL;
   }
   SSL_set_bio(t->ssl, t->in, t->out); /* the SSL owns them now */
-  SSL_set_accept_state(t->ssl);
+  return t;
+}
+
+tls_session *tls_session_new(tls_server *s)
+{
+  tls_session *t = session_new(s->ctx);
+
+  if (t) SSL_set_accept_state(t->ssl);
   return t;
 }
 
@@ -125,7 +139,7 @@ int tls_session_feed(tls_session *t, const char *bytes, size_t len,
                      size_t errlen)
 {
   char plain[16384];
-  int n, rc = 0;
+  int n = 0, rc = 0;
 
   ERR_clear_error();
   if (len > 0 && BIO_write(t->in, bytes, (int)len) != (int)len) {
@@ -156,4 +170,114 @@ int tls_session_feed(tls_session *t, const char *bytes, size_t len,
     rc = -1;
   }
   return rc;
+}
+
+/* ---- the client side ---- */
+
+tls_client *tls_client_new(const char *ca, const char *cert, const char *key,
+                           char *err, size_t errlen)
+{
+  tls_client *c = calloc(1, sizeof *c);
+  char what[512];
+  int loaded;
+
+  ERR_clear_error();
+  if (!c || !(c->ctx = SSL_CTX_new(TLS_client_method()))) {
+    openssl_reason("cannot make a TLS context", err, errlen);
+    free(c);
+    return NULL;
+  }
+  SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
+  loaded = ca ? SSL_CTX_load_verify_locations(c->ctx, ca, NULL)
+              : SSL_CTX_set_default_verify_paths(c->ctx);
+  if (loaded != 1) {
+    snprintf(what, sizeof what, "tls_ca %s", ca ? ca : "(the system's)");
+  } else if (cert && SSL_CTX_use_certificate_chain_file(c->ctx, cert) != 1) {
+    snprintf(what, sizeof what, "tls_cert %s", cert);
+  } else if (key && SSL_CTX_use_PrivateKey_file(c->ctx, key,
+                                                SSL_FILETYPE_PEM) != 1) {
+    snprintf(what, sizeof what, "tls_key %s", key);
+  } else if (cert && SSL_CTX_check_private_key(c->ctx) != 1) {
+    snprintf(what, sizeof what, "tls_key %s does not match tls_cert %s", key,
+             cert);
+  } else {
+    /* A server that cannot prove who it is gets nothing. */
+    SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+    return c;
+  }
+  openssl_reason(what, err, errlen);
+  tls_client_free(c);
+  return NULL;
+}
+
+void tls_client_free(tls_client *c)
+{
+  if (!c) return;
+  SSL_CTX_free(c->ctx);
+  free(c);
+}
+
+tls_session *tls_client_session_new(tls_client *c, const char *server_name)
+{
+  tls_session *t = session_new(c->ctx);
+  unsigned char ip[16];
+  bool is_ip = inet_pton(AF_INET, server_name, ip) == 1 ||
+               inet_pton(AF_INET6, server_name, ip) == 1;
+  X509_VERIFY_PARAM *param;
+
+  if (!t) return NULL;
+  SSL_set_connect_state(t->ssl);
+  param = SSL_get0_param(t->ssl);
+  /* An address is checked against the certificate's IP names; SNI is for
+   * host names only (RFC 6066). */
+  if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name) != 1
+            : SSL_set_tlsext_host_name(t->ssl, server_name) != 1 ||
+              SSL_set1_host(t->ssl, server_name) != 1) {
+    tls_session_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+int tls_session_start(tls_session *t, buf *out, char *err, size_t errlen)
+{
+  int n;
+
+  ERR_clear_error();
+  n = SSL_do_handshake(t->ssl);
+  if (n != 1) {
+    int e = SSL_get_error(t->ssl, n);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      openssl_reason("TLS handshake failed", err, errlen);
+      return -1;
+    }
+  }
+  if (take_output(t, out) != 0) {
+    snprintf(err, errlen, "out of memory for TLS output");
+    return -1;
+  }
+  return 0;
+}
+
+int tls_session_write(tls_session *t, const char *plain, size_t len, buf *out,
+                      char *err, size_t errlen)
+{
+  ERR_clear_error();
+  /* Memory BIOs grow: SSL_write takes all of it at once, in TLS records
+   * of at most 16 KiB each. */
+  while (len > 0) {
+    int chunk = len > (1u << 30) ? 1 << 30 : (int)len;
+    int n = SSL_write(t->ssl, plain, chunk);
+    if (n <= 0) {
+      openssl_reason("TLS write failed", err, errlen);
+      return -1;
+    }
+    plain += n;
+    len -= (size_t)n;
+  }
+  if (take_output(t, out) != 0) {
+    snprintf(err, errlen, "out of memory for TLS output");
+    return -1;
+  }
+  return 0;
 }

@@ -7,6 +7,7 @@
 #include "generator_input.h"
 #include "output_kafka.h"
 #include "syslog_input.h"
+#include "syslog_output.h"
 #include "tail.h"
 
 const plugin_type *const registry_types[] = {
@@ -20,5 +21,6 @@ const plugin_type *const registry_types[] = {
   &stdout_output_type,
   &file_output_type,
   &kafka_output_type,
+  &syslog_output_type,
   NULL
 };

@@ -631,7 +631,7 @@ static void stats(const output_sink *o, output_tx_stats *st)
 
   *st = (output_tx_stats){k->produced, k->delivered, k->rejected,
                           k->in_flight, k->held_bytes, k->dq != NULL, 0, 0,
-                          k->spilled, k->from_disk, {0}};
+                          k->spilled, k->from_disk, {0}, 0, 0};
   latency_report(&k->latency, st->latency_ms);
   if (k->dq) {
     dq_stats_t ds;
