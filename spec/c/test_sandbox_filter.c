@@ -133,7 +133,7 @@ static void test_timer(void)
   ptrs[1] = &m[1];
   sandbox_filter_many(sb, ptrs, 2, &out, &each);
   CHECK(out.len == 0);
-  sandbox_timer_event(sb, 5000, &tick, &out, &res);
+  sandbox_timer_event(sb, 5000, false, &tick, &out, &res);
   CHECK(res.status == SANDBOX_OK && out.len == 1 && is(&out.msgs[0], "2"));
   CHECK(out.msgs[0].timestamp == 5000);
   CHECK(strcmp(out.msgs[0].origin.input, "count.lua") == 0);
@@ -141,7 +141,7 @@ static void test_timer(void)
   ptrs[0] = &m[2];
   sandbox_filter_many(sb, ptrs, 1, &out, &each);
   CHECK(s.status[s.n - 1] == SANDBOX_FAILED);
-  sandbox_timer_event(sb, 6000, &tick, &out, &res);
+  sandbox_timer_event(sb, 6000, true, &tick, &out, &res);
   CHECK(out.len == 2 && is(&out.msgs[1], "0")); /* rebuilt: n is 0 again */
   for (int i = 0; i < 3; i++) msg_free(&m[i]);
   msg_batch_free(&out);
@@ -163,7 +163,7 @@ static void test_timer_failure(void)
 
   CHECK(sb != NULL);
   if (!sb) return;
-  sandbox_timer_event(sb, 1, &tick, &out, &res);
+  sandbox_timer_event(sb, 1, false, &tick, &out, &res);
   CHECK(res.status == SANDBOX_FAILED && out.len == 0);
   CHECK(strstr(res.reason, "no") != NULL);
   msg_batch_free(&out);

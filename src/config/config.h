@@ -58,7 +58,7 @@ struct config_plugin {
   char *module_dirs;     /* ';'-separated: lua_modules, then module_path */
   sandbox_limits limits;
 
-  /* outputs (config_output_keys) */
+  /* outputs (config_output_keys), filters */
   char *encoder;         /* encoder instance name, or NULL: the payload */
   char *message_matcher;
   bool newline;          /* append "\n" after each encoded message */
@@ -87,8 +87,21 @@ struct config {
 
 /* The global settings' keys, as a type's (for --help lumberjit). */
 extern const plugin_type config_global_settings;
+/* What a filter does with the messages its matcher takes. */
+typedef enum {
+  FILTER_INLINE, /* each is replaced by what the filter injects for it */
+  FILTER_TAP     /* each goes on; what the filter injects is routed too */
+} filter_mode;
+
+/* A filter's own settings (config_roles.c). */
+typedef struct {
+  int mode;                    /* a filter_mode */
+  uint64_t ticker_interval_ms; /* timer_event every so often; 0: never */
+} config_filter;
+
 /* The sandboxed plugins' types (config_roles.c). */
-extern const plugin_type config_decoder_type, config_encoder_type;
+extern const plugin_type config_decoder_type, config_encoder_type,
+    config_filter_type;
 
 /* Loads and validates; on error returns -1 with "FILE:LINE: ..." in err.
  * types: the plugin types a file may name, NULL-ended (registry.h). */

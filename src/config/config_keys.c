@@ -12,7 +12,7 @@
 #include "config_internal.h"
 
 const char *const config_role_names[] = {"input", "decoder", "encoder",
-                                         "output"};
+                                         "output", "filter"};
 
 /* ---- line numbers from the source text ---- */
 

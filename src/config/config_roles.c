@@ -1,7 +1,7 @@
 /*
  * config_roles.c - the keys every plugin of a role takes (plugin_type.h):
  * an input's decoder and line limits, an output's encoder and matcher; and
- * the sandboxed plugins' types, decoder and encoder.
+ * the sandboxed plugins' types: decoder, encoder and filter.
  *
  * Sandboxed plugins accept any extra key, as Hindsight does: the whole
  * table becomes the plugin's read_config settings. A key within two edits
@@ -355,4 +355,28 @@ const plugin_type config_decoder_type = {
 const plugin_type config_encoder_type = {
   .name = "encoder", .role = PLUGIN_ENCODER, .flags = PLUGIN_SANDBOX,
   .summary = "a Lua plugin that writes an output's messages",
+};
+
+static const char *const filter_modes[] = {"inline", "tap", NULL};
+
+#define F(field) offsetof(config_filter, field)
+
+static const config_key filter_keys[] = {
+  {"message_matcher", KEY_CUSTOM, 0, .required = true, .in_plugin = true,
+   .read = check_matcher, .free = free_matcher, .value = "matcher",
+   .help = "which messages it takes (README: Message matchers)"},
+  {"mode", KEY_CHOICE, F(mode), "inline", .choices = filter_modes,
+   .help = "inline: a message it takes is replaced by what it injects for "
+           "it (nothing drops it); tap: messages go on, and what it injects "
+           "is routed too"},
+  {"ticker_interval_ms", KEY_COUNT, F(ticker_interval_ms), "0", 0, 86400000,
+   .help = "how often its timer_event(ns) runs (0: never)"},
+  {NULL}
+};
+
+const plugin_type config_filter_type = {
+  .name = "filter", .role = PLUGIN_FILTER, .flags = PLUGIN_SANDBOX,
+  .summary = "a Lua plugin between the decoders and the outputs: it "
+             "transforms, drops or splits messages, or watches them",
+  .keys = filter_keys, .settings_size = sizeof(config_filter),
 };

@@ -34,7 +34,8 @@ typedef enum {
   PLUGIN_INPUT,
   PLUGIN_DECODER,
   PLUGIN_ENCODER,
-  PLUGIN_OUTPUT
+  PLUGIN_OUTPUT,
+  PLUGIN_FILTER
 } config_role;
 
 extern const char *const config_role_names[]; /* by config_role */

@@ -144,6 +144,45 @@ static bool put_family(buf *b, const family *f, const void *items,
   return ok;
 }
 
+#define FILTER(f) offsetof(pipeline_filter_stats, f)
+
+static const family filter_families[] = {
+  {"lumberjit_filter_matched_messages_total", "counter",
+   "Messages the filter's matcher took.", FILTER(matched), ALL},
+  {"lumberjit_filter_injected_messages_total", "counter",
+   "Messages the filter injected (its timer_event's too).", FILTER(injected),
+   ALL},
+  {"lumberjit_filter_dropped_messages_total", "counter",
+   "Messages an inline filter took and replaced by nothing.",
+   FILTER(dropped), ALL},
+  {"lumberjit_filter_failed_messages_total", "counter",
+   "Messages the filter rejected or failed on (inline: dead-lettered).",
+   FILTER(failed), ALL},
+  {"lumberjit_filter_timer_events_total", "counter",
+   "Calls of the filter's timer_event, on every worker.", FILTER(ticks), ALL},
+  {"lumberjit_filter_failed_timer_events_total", "counter",
+   "Calls of its timer_event that failed.", FILTER(ticks_failed), ALL},
+};
+
+static bool put_filters(buf *b, const pipeline_stats *st)
+{
+  bool ok = true;
+
+  for (size_t k = 0; ok && st->nfilters &&
+                     k < sizeof filter_families / sizeof *filter_families; k++) {
+    const family *f = &filter_families[k];
+    ok = put_head(b, f->name, f->type, f->help);
+    for (size_t i = 0; ok && i < st->nfilters; i++) {
+      uint64_t v;
+      memcpy(&v, (const char *)&st->filters[i] + f->off, sizeof v);
+      ok = put(b, "%s", f->name) &&
+           put_label(b, "filter", st->filters[i].name) &&
+           put(b, "} %" PRIu64 "\n", v);
+    }
+  }
+  return ok;
+}
+
 /* The input types' declared counters (plugin_counter): each name once,
  * under the HELP of its first input, with every input that has it. */
 static bool put_type_counters(buf *b, const pipeline_stats *st)
@@ -216,7 +255,7 @@ bool metrics_format(buf *b, const pipeline_stats *st)
   for (size_t i = 0; ok && i < sizeof input_families / sizeof *input_families; i++)
     ok = put_family(b, &input_families[i], st->inputs, sizeof *st->inputs,
                     st->ninputs, true);
-  ok = ok && put_type_counters(b, st);
+  ok = ok && put_type_counters(b, st) && put_filters(b, st);
   for (size_t i = 0; ok && i < sizeof output_families / sizeof *output_families; i++)
     ok = put_family(b, &output_families[i], st->outputs, sizeof *st->outputs,
                     st->noutputs, false);

@@ -52,7 +52,7 @@ static work_job *take_job(pipeline *pl)
     return job;
   }
   job = malloc(sizeof *job);
-  if (job && work_job_init(job, pl->noutputs + 1) != 0) {
+  if (job && work_job_init(job, pl->noutputs + 1, pl->nfilters) != 0) {
     free(job);
     job = NULL;
   }
@@ -246,17 +246,29 @@ static void source_finished(pipeline *pl, pl_source *src)
   pi->kind->source_finished(pi, src);
 }
 
-/* What routing the job counted goes to the pipeline's counters. */
+/* What routing the job counted goes to the pipeline's counters (a tick's
+ * to no input's). */
 static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
 {
   const router_counts *c = &job->counts;
 
-  pi->records += c->records;
-  pi->overlong += c->overlong;
-  pi->truncated += c->truncated;
-  pi->dead += c->dead;
-  pi->messages += c->messages;
-  pi->empty += c->empty;
+  if (pi) {
+    pi->records += c->records;
+    pi->overlong += c->overlong;
+    pi->truncated += c->truncated;
+    pi->dead += c->dead;
+    pi->messages += c->messages;
+    pi->empty += c->empty;
+  }
+  for (size_t i = 0; i < pl->nfilters; i++) {
+    router_filter_counts *f = &pl->filters[i].counts;
+    f->matched += c->filters[i].matched;
+    f->injected += c->filters[i].injected;
+    f->dropped += c->filters[i].dropped;
+    f->failed += c->filters[i].failed;
+    f->ticks += c->filters[i].ticks;
+    f->ticks_failed += c->filters[i].ticks_failed;
+  }
   pl->unrouted += c->unrouted;
   pl->routed_dead_letters += job->dead_letters;
   for (size_t i = 0; i < pl->noutputs; i++) {
@@ -271,7 +283,7 @@ static void adopt(pipeline *pl, work_job *job)
 {
   pl_source *src = job->source;
 
-  add_counts(pl, src->owner, job);
+  add_counts(pl, src ? src->owner : NULL, job);
   pl->bytes_at_workers -= job_weight(job);
   for (size_t i = 0; i < pl->noutputs; i++)
     output_adopt(&pl->outputs[i].sink, &job->out[i]);
@@ -282,9 +294,48 @@ static void adopt(pipeline *pl, work_job *job)
   pl->spare_jobs = job;
   pl->jobs_back++;
   if (--pl->jobs_in_flight == 0) uv_unref((uv_handle_t *)&pl->notify);
+  if (!src) return; /* a tick */
   src->in_flight--;
   if (src->read_all && src->in_flight == 0) source_finished(pl, src);
   else hold_or_go(pl, src);
+}
+
+void pipeline_tick(pipeline *pl, pl_filter *f, bool last)
+{
+  int64_t now = msg_now_ns();
+
+  for (size_t i = 0; i < pl->nworkers; i++) {
+    work_job *job = take_job(pl);
+    if (!job) {
+      log_msg("filter '%s': out of memory for its timer_event", f->name);
+      continue;
+    }
+    job->tick_filter = (size_t)(f - pl->filters);
+    job->tick_ns = now;
+    job->tick_last = last;
+    if (pl->jobs_in_flight++ == 0) uv_ref((uv_handle_t *)&pl->notify);
+    worker_queue(&pl->workers[i], job);
+  }
+}
+
+static void on_filter_tick(uv_timer_t *t)
+{
+  pl_filter *f = t->data;
+
+  pipeline_tick(f->pl, f, false);
+}
+
+/* The inputs have all finished: each filter's timer stops, and its last
+ * timer_event (shutdown) sends what it still holds on, before the outputs
+ * drain. */
+static void last_ticks(pipeline *pl)
+{
+  pl->last_ticks = true;
+  for (size_t i = 0; i < pl->nfilters; i++) {
+    if (!pl->filters[i].ticker_interval_ms) continue;
+    uv_timer_stop(&pl->filters[i].tick);
+    pipeline_tick(pl, &pl->filters[i], true);
+  }
 }
 
 /* Before the loop waits (prepare) and after its I/O callbacks (check):
@@ -532,6 +583,14 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
     if (o->sink.tx->stats) o->sink.tx->stats(&o->sink, &st->outputs[i].tx);
     lost += o->sink.records_lost;
   }
+  st->nfilters = pl->nfilters;
+  for (size_t i = 0; i < pl->nfilters; i++) {
+    const router_filter_counts *c = &pl->filters[i].counts;
+    st->filters[i] = (pipeline_filter_stats){
+      .name = pl->filters[i].name, .matched = c->matched,
+      .injected = c->injected, .dropped = c->dropped, .failed = c->failed,
+      .ticks = c->ticks, .ticks_failed = c->ticks_failed};
+  }
   if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;
   st->dead_letters = pl->dl.count + pl->routed_dead_letters;
   st->dead_letters_written = dead_letter_written(&pl->dl);
@@ -598,6 +657,13 @@ static void log_summary(pipeline *pl)
             in->dead, in->messages, in->empty);
     if (in->counters) log_counters(in);
   }
+  for (size_t i = 0; i < st->nfilters; i++) {
+    const pipeline_filter_stats *f = &st->filters[i];
+    log_msg("filter '%s': %" PRIu64 " messages matched, %" PRIu64
+            " injected, %" PRIu64 " dropped, %" PRIu64 " failed; %" PRIu64
+            " timer events (%" PRIu64 " failed)", f->name, f->matched,
+            f->injected, f->dropped, f->failed, f->ticks, f->ticks_failed);
+  }
   for (size_t i = 0; i < st->noutputs; i++) {
     output_sink *o = &pl->outputs[i].sink;
     char more[512] = "";
@@ -656,6 +722,13 @@ int pipeline_run(pipeline *pl)
                    pl->metrics_interval_ms);
     uv_unref((uv_handle_t *)&pl->metrics);
   }
+  for (size_t i = 0; i < pl->nfilters; i++) {
+    pl_filter *f = &pl->filters[i];
+    if (!f->ticker_interval_ms) continue;
+    uv_timer_start(&f->tick, on_filter_tick, f->ticker_interval_ms,
+                   f->ticker_interval_ms);
+    uv_unref((uv_handle_t *)&f->tick);
+  }
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
     if (pi->kind->start(pi, err, sizeof err) != 0) {
@@ -668,9 +741,10 @@ int pipeline_run(pipeline *pl)
   /* The loop ends when every input has finished and no output waits. */
   do {
     uv_run(pl->loop, UV_RUN_DEFAULT);
+    if (pl->running == 0 && !pl->last_ticks) last_ticks(pl);
     pipeline_each_sink(pl, output_flush);
     apply_backpressure(pl);
-  } while (pl->running > 0 || any_sink(pl, busy));
+  } while (pl->running > 0 || pl->jobs_in_flight > 0 || any_sink(pl, busy));
   signals_set_handler(NULL);
   save_checkpoints(pl);
   pipeline_stop_workers(pl);

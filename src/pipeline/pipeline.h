@@ -54,10 +54,18 @@ typedef struct {
   double latency_ms[LATENCY_REPORTED];
 } pipeline_output_stats;
 
+/* A filter's counters (router.h: router_filter_counts says what each is),
+ * added up over its instances. */
 typedef struct {
-  size_t ninputs, noutputs;
+  const char *name;
+  uint64_t matched, injected, dropped, failed, ticks, ticks_failed;
+} pipeline_filter_stats;
+
+typedef struct {
+  size_t ninputs, noutputs, nfilters;
   pipeline_input_stats *inputs;
   pipeline_output_stats *outputs;
+  pipeline_filter_stats *filters;
   uint64_t dead_letters, dead_letters_written;
   uint64_t dead_letters_lost; /* records neither written nor dead-lettered */
   uint64_t dead_letters_refused; /* of those: over dead_letter_max_bytes */

@@ -62,7 +62,8 @@ sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
                                  void *log_ud, char *err, size_t errlen)
 {
   sandbox_kind kind = p->role == PLUGIN_DECODER ? SANDBOX_DECODER
-                                                : SANDBOX_ENCODER;
+                    : p->role == PLUGIN_FILTER ? SANDBOX_FILTER
+                                               : SANDBOX_ENCODER;
   sandbox_config sc = {
     .name = p->name, .filename = p->filename, .kind = kind,
     .settings = p->lua_settings, .module_dirs = p->module_dirs,
@@ -78,7 +79,7 @@ sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
   sandbox *sb = sandbox_create(&sc, wd, why, sizeof why);
 
   if (!sb) snprintf(err, errlen, "%s:%d: %s '%s': %s", cfg->file, p->line,
-                    kind == SANDBOX_DECODER ? "decoder" : "encoder", p->name, why);
+                    config_role_names[p->role], p->name, why);
   return sb;
 }
 
@@ -108,6 +109,62 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
                p->name, why);
       return -1;
     }
+  }
+  return 0;
+}
+
+/* On the worker's thread: its instance of each filter. */
+static int build_worker_filters(pipeline *pl, worker *w, char *err,
+                                size_t errlen)
+{
+  const config *cfg = pl->cfg;
+
+  w->filters = calloc(pl->nfilters ? pl->nfilters : 1, sizeof *w->filters);
+  if (!w->filters) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  w->nfilters = pl->nfilters;
+  for (size_t i = 0; i < pl->nfilters; i++) {
+    const config_plugin *p = pl->filters[i].cfg;
+    router_filter *f = &w->filters[i];
+    char why[256];
+    f->name = pl->filters[i].name;
+    f->mode = ((const config_filter *)p->settings)->mode;
+    f->match = matcher_compile(p->message_matcher, why, sizeof why);
+    if (!f->match) {
+      snprintf(err, errlen, "%s:%d: filter '%s': message_matcher: %s",
+               cfg->file, p->line, p->name, why);
+      return -1;
+    }
+    f->sb = pipeline_plugin_sandbox(cfg, p, pl->wd, log_sandbox_line, NULL,
+                                    err, errlen);
+    if (!f->sb) return -1;
+  }
+  return 0;
+}
+
+/* The filters, in the config's order (each worker builds its instances). */
+static int build_filters(pipeline *pl, char *err, size_t errlen)
+{
+  const config *cfg = pl->cfg;
+
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    pl_filter *f;
+    if (p->role != PLUGIN_FILTER) continue;
+    f = &pl->filters[pl->nfilters++];
+    f->cfg = p;
+    f->pl = pl;
+    f->name = pipeline_keep(pl, p->name);
+    f->ticker_interval_ms =
+        ((const config_filter *)p->settings)->ticker_interval_ms;
+    if (!f->name) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    uv_timer_init(pl->loop, &f->tick);
+    f->tick.data = f;
   }
   return 0;
 }
@@ -154,6 +211,7 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
       return -1;
     }
   }
+  if (build_worker_filters(pl, w, err, errlen) != 0) return -1;
   for (size_t i = 0; i < w->ninputs; i++) {
     router_input *ri = w->inputs[i];
     if (!ri->decoder_name) continue;
@@ -378,8 +436,7 @@ int pipeline_start_watchdog(const config *cfg, sandbox_watchdog **wd,
   *wd = NULL;
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const sandbox_limits *l = &cfg->plugins[i].limits;
-    if ((cfg->plugins[i].role == PLUGIN_DECODER ||
-         cfg->plugins[i].role == PLUGIN_ENCODER) &&
+    if ((cfg->plugins[i].type->flags & PLUGIN_SANDBOX) &&
         (l->cpu_limit_ms || l->instruction_limit))
       needed = true;
   }
@@ -417,12 +474,12 @@ static void warn_call_output(const config *cfg)
 
   for (size_t i = 0; i < cfg->nplugins; i++) {
     const config_plugin *p = &cfg->plugins[i];
-    if ((p->role == PLUGIN_DECODER || p->role == PLUGIN_ENCODER) &&
+    if ((p->type->flags & PLUGIN_SANDBOX) &&
         (!p->limits.output_limit || p->limits.output_limit > most))
       log_msg("%s '%s': a call may make at most %" PRIu64 " bytes (a 32nd "
               "of memory_budget), not the %s of its output_limit: what a "
-              "call makes waits in memory until it ends", p->role ==
-              PLUGIN_DECODER ? "decoder" : "encoder", p->name, most,
+              "call makes waits in memory until it ends",
+              config_role_names[p->role], p->name, most,
               p->limits.output_limit ? "more" : "no bound");
   }
 }
@@ -466,16 +523,20 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   pl->ninputs_max = cfg->nplugins;
   pl->inputs = calloc(cfg->nplugins, sizeof *pl->inputs);
   pl->outputs = calloc(cfg->nplugins, sizeof *pl->outputs);
+  pl->filters = calloc(cfg->nplugins, sizeof *pl->filters);
   pl->snapshot.inputs = calloc(cfg->nplugins, sizeof *pl->snapshot.inputs);
   pl->snapshot.outputs = calloc(cfg->nplugins, sizeof *pl->snapshot.outputs);
-  if (!pl->inputs || !pl->outputs || !pl->snapshot.inputs ||
-      !pl->snapshot.outputs) {
+  pl->snapshot.filters = calloc(cfg->nplugins, sizeof *pl->snapshot.filters);
+  if (!pl->inputs || !pl->outputs || !pl->filters || !pl->snapshot.inputs ||
+      !pl->snapshot.outputs || !pl->snapshot.filters) {
     snprintf(err, errlen, "out of memory");
     pipeline_destroy(pl);
     return NULL;
   }
   if (pipeline_start_watchdog(cfg, &pl->wd, err, errlen) != 0 ||
-      build_outputs(pl, err, errlen) != 0 || build_inputs(pl, err, errlen) != 0 ||
+      build_outputs(pl, err, errlen) != 0 ||
+      build_filters(pl, err, errlen) != 0 ||
+      build_inputs(pl, err, errlen) != 0 ||
       build_dead_letter(pl, err, errlen) != 0 ||
       start_workers(pl, err, errlen) != 0) {
     pipeline_destroy(pl);
@@ -491,6 +552,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   share_budget(pl);
   heap_keep(cfg->memory_budget);
   for (size_t i = 0; i < pl->noutputs; i++) pl->outputs[i].cfg = NULL;
+  for (size_t i = 0; i < pl->nfilters; i++) pl->filters[i].cfg = NULL;
   for (size_t i = 0; i < pl->ninputs; i++) pl->inputs[i].cfg = NULL;
   pl->cfg = NULL;
   return pl;
@@ -514,7 +576,7 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
                p->type->name, p->name, why);
       rc = -1;
     }
-    if (p->role != PLUGIN_DECODER && p->role != PLUGIN_ENCODER) continue;
+    if (!(p->type->flags & PLUGIN_SANDBOX)) continue;
     sb = pipeline_plugin_sandbox(cfg, p, wd, log_sandbox_line, NULL, err,
                                  errlen);
     if (!sb) rc = -1;
@@ -542,6 +604,8 @@ static void close_handles(pipeline *pl)
   for (size_t i = 0; i < pl->nkind_states; i++)
     if (pl->kind_states[i].kind->close_shared)
       pl->kind_states[i].kind->close_shared(&pl->kind_states[i].state);
+  for (size_t i = 0; i < pl->nfilters; i++)
+    uv_close((uv_handle_t *)&pl->filters[i].tick, NULL);
   uv_close((uv_handle_t *)&pl->deadline, NULL);
   uv_close((uv_handle_t *)&pl->checkpoints, NULL);
   uv_close((uv_handle_t *)&pl->quiet, NULL);
@@ -562,6 +626,7 @@ int pipeline_destroy(pipeline *pl)
   close_handles(pl);
   for (size_t i = 0; i < pl->nworkers; i++) {
     free(pl->workers[i].outputs);
+    free(pl->workers[i].filters);
     free(pl->workers[i].inputs);
   }
   free(pl->workers);
@@ -593,8 +658,10 @@ int pipeline_destroy(pipeline *pl)
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);
+  free(pl->filters);
   free(pl->snapshot.inputs);
   free(pl->snapshot.outputs);
+  free(pl->snapshot.filters);
   for (size_t i = 0; i < pl->nkept; i++) free(pl->kept[i]);
   free(pl->kept);
   free(pl);

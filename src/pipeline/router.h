@@ -1,9 +1,18 @@
 /*
- * router.h - the path of the records: decode them, match each message
- * against every output's matcher, encode it for each output that wants it,
- * and queue the encoded record on that output's sink. Whatever fails on the
+ * router.h - the path of the records: decode them, pass the messages
+ * through the filters in the config's order, match each message against
+ * every output's matcher, encode it for each output that wants it, and
+ * queue the encoded record on that output's sink. Whatever fails on the
  * way goes to the dead-letter path with its reason. Records go in batches,
  * a call into each plugin per batch (sandbox_batch.c says why).
+ *
+ * A filter takes the messages its matcher takes, in their order. Inline,
+ * each is replaced where it stood by what the filter injects for it:
+ * nothing drops it, several split it; the messages it injects have the
+ * taken message's origin. Tap, the messages go on as they were, and what
+ * the filter injects follows them. Either way only the filters after it
+ * see what a filter injected. What its timer_event injects (router_tick)
+ * goes through the filters after it too.
  *
  * A router owns the sandboxes and the message batch it uses, and only
  * queues onto sinks: each worker thread (worker.h) owns one, with its own
@@ -52,6 +61,25 @@ typedef struct {
   uint64_t failed, skipped;  /* by the encoder */
 } router_output_counts;
 
+/* A filter on this router's worker: its own instance. */
+typedef struct {
+  const char *name;
+  matcher *match;            /* owned */
+  sandbox *sb;               /* owned */
+  filter_mode mode;
+} router_filter;
+
+/* What a filter did. Inline: matched = messages it injected something for
+ * + dropped + failed. Tap: a failed message went on all the same. */
+typedef struct {
+  uint64_t matched;          /* messages its matcher took */
+  uint64_t injected;         /* messages it injected, timer_event's too */
+  uint64_t dropped;          /* inline: taken, and replaced by nothing */
+  uint64_t failed;           /* taken, and rejected or failed on: inline,
+                                dead-lettered */
+  uint64_t ticks, ticks_failed; /* timer_event calls; those that failed */
+} router_filter_counts;
+
 /* What routing counted, per batch of records from one input: whoever owns
  * the batch adds it up (worker.h: the loop thread, as each job returns, so
  * the totals can be read while the workers run). */
@@ -63,6 +91,7 @@ typedef struct {
   uint64_t truncated;        /* pieces of long lines dropped (truncate) */
   uint64_t unrouted;         /* messages no output matched */
   router_output_counts *outputs; /* one per output */
+  router_filter_counts *filters; /* one per filter */
 } router_counts;
 
 /* Records decoded in one batch (sandbox_decode_many), and the most
@@ -72,6 +101,8 @@ typedef struct {
 typedef struct {
   router_output *outputs;
   size_t noutputs;
+  router_filter *filters;
+  size_t nfilters;
   dead_letter *dl;
   router_counts *counts;     /* where router_record counts */
   msg_batch batch;           /* messages waiting to be routed */
@@ -89,10 +120,17 @@ typedef struct {
   bool *matched;
   uint32_t choice_cap;
   size_t out, start, head;
+  /* Filtering: the batch being made (inline), the batch index of each
+   * message taken, the filter running and the next message to carry
+   * over. */
+  msg_batch next;
+  uint32_t *taken_at;
+  size_t filter;
+  uint32_t carried, injected_before;
 } router;
 
 void router_init(router *r, router_output *outputs, size_t noutputs,
-                 dead_letter *dl);
+                 router_filter *filters, size_t nfilters, dead_letter *dl);
 /* One record of input ri; piece is non-zero for the pieces of a line
  * longer than max_line, which ri->long_lines disposes of. Records wait to
  * be decoded and routed in batches: o's bytes must stay until
@@ -100,7 +138,11 @@ void router_init(router *r, router_output *outputs, size_t noutputs,
 void router_record(router *r, router_input *ri, const msg_origin *o,
                    unsigned piece);
 void router_flush(router *r);
-/* Frees the batch, and the outputs' matchers and encoders. */
+/* Filter f's timer_event(now_ns, shutdown): what it injects goes through
+ * the filters after f and to the outputs. */
+void router_tick(router *r, size_t f, int64_t now_ns, bool shutdown);
+/* Frees the batches, the outputs' matchers and encoders, and the
+ * filters' matchers and sandboxes. */
 void router_free(router *r);
 void router_input_free(router_input *ri);
 

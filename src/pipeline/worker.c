@@ -7,17 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int work_job_init(work_job *job, size_t nsinks)
+int work_job_init(work_job *job, size_t nsinks, size_t nfilters)
 {
   memset(job, 0, sizeof *job);
   job->out = calloc(nsinks, sizeof *job->out);
   job->counts.outputs = calloc(nsinks, sizeof *job->counts.outputs);
-  if (!job->out || !job->counts.outputs) {
+  job->counts.filters = calloc(nfilters ? nfilters : 1,
+                               sizeof *job->counts.filters);
+  if (!job->out || !job->counts.outputs || !job->counts.filters) {
     free(job->out);
     free(job->counts.outputs);
+    free(job->counts.filters);
     return -1;
   }
   job->nsinks = nsinks;
+  job->nfilters = nfilters;
   for (size_t i = 0; i < nsinks; i++) output_collector_init(&job->out[i]);
   return 0;
 }
@@ -27,6 +31,7 @@ void work_job_free(work_job *job)
   for (size_t i = 0; i < job->nsinks; i++) output_close(&job->out[i]);
   free(job->out);
   free(job->counts.outputs);
+  free(job->counts.filters);
   free(job->recs);
   buf_free(&job->bytes);
 }
@@ -42,8 +47,12 @@ void work_job_reset(work_job *job)
   job->ticket = NULL;
   job->done_offset = 0;
   memset(job->counts.outputs, 0, job->nsinks * sizeof *job->counts.outputs);
-  job->counts = (router_counts){.outputs = job->counts.outputs};
+  memset(job->counts.filters, 0,
+         job->nfilters * sizeof *job->counts.filters);
+  job->counts = (router_counts){.outputs = job->counts.outputs,
+                                .filters = job->counts.filters};
   job->dead_letters = 0;
+  job->tick_last = false;
 }
 
 bool work_job_add(work_job *job, const char *bytes, size_t len,
@@ -74,6 +83,11 @@ static void run_job(worker *w, work_job *job)
   for (size_t i = 0; i < w->noutputs; i++) w->outputs[i].sink = &job->out[i];
   w->dl.sink = &job->out[w->dl_output < w->noutputs ? w->dl_output
                                                     : job->nsinks - 1];
+  if (!job->input) {
+    router_tick(&w->router, job->tick_filter, job->tick_ns, job->tick_last);
+    job->dead_letters = w->dl.count - dead_letters;
+    return;
+  }
   for (size_t i = 0; i < job->nrecs; i++) {
     const work_record *r = &job->recs[i];
     msg_origin o = {job->input->name, r->position, job->is_offset,
@@ -98,7 +112,8 @@ static void *worker_main(void *arg)
   rc = w->build(w->build_ud, w, w->error, sizeof w->error);
 
   /* Also after a failure: router_free then frees what was built. */
-  router_init(&w->router, w->outputs, w->noutputs, &w->dl);
+  router_init(&w->router, w->outputs, w->noutputs, w->filters, w->nfilters,
+              &w->dl);
   pthread_mutex_lock(&w->lock);
   w->ready = true;
   w->failed = rc != 0;

@@ -39,7 +39,8 @@ typedef struct {
 
 typedef struct work_job {
   struct work_job *next;
-  router_input *input;      /* owned by the worker this job goes to */
+  router_input *input;      /* owned by the worker this job goes to; NULL:
+                               a tick, no records */
   void *source;             /* the loop thread's: what was read */
   const char *file;         /* the file read (tail_input), or NULL */
   bool is_offset;
@@ -50,9 +51,13 @@ typedef struct work_job {
   uint64_t done_offset;
   uint64_t read_us;         /* when the loop handed it on (msg_origin) */
   output_sink *out;         /* nsinks collectors; the last: dead letters */
-  size_t nsinks;
+  size_t nsinks, nfilters;
   router_counts counts;     /* what routing its records counted */
   uint64_t dead_letters;    /* records it dead-lettered */
+  /* A tick: filter tick_filter's timer_event(tick_ns, tick_last). */
+  size_t tick_filter;
+  int64_t tick_ns;
+  bool tick_last;
 } work_job;
 
 typedef struct worker worker;
@@ -78,6 +83,8 @@ struct worker {
   router router;                /* built on the thread */
   router_output *outputs;       /* its matchers and encoders */
   size_t noutputs;
+  router_filter *filters;       /* its filters' instances */
+  size_t nfilters;
   router_input **inputs;        /* pinned to it; built on the thread */
   size_t ninputs;
   dead_letter dl;               /* sink: the job's last collector */
@@ -98,8 +105,9 @@ work_job *worker_take_done(worker *w);
 /* Stops and joins the thread; its router is freed on the thread. */
 void worker_stop(worker *w);
 
-/* Collector sinks for a job: one per output plus one for dead letters. */
-int work_job_init(work_job *job, size_t nsinks);
+/* Collector sinks for a job: one per output plus one for dead letters;
+ * and counts for nfilters filters. */
+int work_job_init(work_job *job, size_t nsinks, size_t nfilters);
 void work_job_free(work_job *job);
 /* Appends one record (copied) to the job, with its sender's address
  * (NULL: none). */

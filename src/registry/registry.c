@@ -18,6 +18,7 @@ const plugin_type *const registry_types[] = {
   &generator_input_type,
   &config_decoder_type,
   &config_encoder_type,
+  &config_filter_type,
   &stdout_output_type,
   &file_output_type,
   &kafka_output_type,

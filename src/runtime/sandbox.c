@@ -614,8 +614,9 @@ bool sandbox_has_timer(const sandbox *sb)
   return sb->L && lua_isfunction(sb->L, SLOT_TIMER);
 }
 
-void sandbox_timer_event(sandbox *sb, int64_t ns, const msg_origin *origin,
-                         msg_batch *out, sandbox_result *res)
+void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
+                         const msg_origin *origin, msg_batch *out,
+                         sandbox_result *res)
 {
   uint32_t first = out->len;
   int rc;
@@ -631,7 +632,8 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, const msg_origin *origin,
   sb->stats.calls++;
   lua_pushvalue(sb->L, SLOT_TIMER);
   lua_pushnumber(sb->L, (lua_Number)ns);
-  rc = lua_pcall(sb->L, 1, 0, SLOT_ERRFUNC);
+  lua_pushboolean(sb->L, shutdown);
+  rc = lua_pcall(sb->L, 2, 0, SLOT_ERRFUNC);
   end_call(sb);
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sb->timer_call = true;

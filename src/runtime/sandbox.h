@@ -161,11 +161,13 @@ void sandbox_filter_many(sandbox *sb, const msg *const *msgs, size_t n,
                          msg_batch *out, const sandbox_each *each);
 /* Whether the filter defines timer_event. */
 bool sandbox_has_timer(const sandbox *sb);
-/* A filter's timer_event(ns): one call, with the limits of a call; the
- * messages it injects are appended to `out` with `origin`. Nothing runs
- * when it has no timer_event (res says SANDBOX_OK). */
-void sandbox_timer_event(sandbox *sb, int64_t ns, const msg_origin *origin,
-                         msg_batch *out, sandbox_result *res);
+/* A filter's timer_event(ns, shutdown): one call, with the limits of a
+ * call; the messages it injects are appended to `out` with `origin`.
+ * shutdown: the last call, as the run ends. Nothing runs when it has no
+ * timer_event (res says SANDBOX_OK). */
+void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
+                         const msg_origin *origin, msg_batch *out,
+                         sandbox_result *res);
 
 /* One record or one message: the above for a batch of one. */
 void sandbox_decode(sandbox *sb, const msg_origin *rec, msg_batch *out,

@@ -42,6 +42,16 @@ typedef struct {
 
 /* One thing an input reads: standard input, a file_input's file, or one
  * file of a tail_input (tail.h). */
+/* A filter: each worker runs an instance of it (router_filter). */
+typedef struct {
+  const char *name;
+  const config_plugin *cfg;  /* while building only */
+  uint64_t ticker_interval_ms; /* 0: no timer_event */
+  uv_timer_t tick;           /* started when ticker_interval_ms */
+  pipeline *pl;
+  router_filter_counts counts; /* added up as jobs come back */
+} pl_filter;
+
 struct pl_source {
   input in;                  /* first: the handler gets &in */
   pl_input *owner;
@@ -100,6 +110,9 @@ struct pipeline {
   size_t ninputs_max;        /* room in inputs: the config's plugins */
   pl_output *outputs;
   size_t noutputs;
+  pl_filter *filters;        /* in the config's order */
+  size_t nfilters;
+  bool last_ticks;           /* the filters' last timer_events were sent */
   dead_letter dl;
   checkpoint_store store;    /* the files' acknowledged offsets */
   struct {                   /* what the inputs of a kind share */
@@ -154,6 +167,9 @@ void pipeline_jobs_back(uv_async_t *a);
 /* What the loop iteration queued goes to the workers (worker_send). */
 void pipeline_send_before(uv_prepare_t *h);
 void pipeline_send_after(uv_check_t *h);
+/* Sends every worker a tick of filter f: its timer_event (the last one,
+ * with `last`), whose messages come back as a job's. */
+void pipeline_tick(pipeline *pl, pl_filter *f, bool last);
 /* Calls fn on every sink: the outputs', then the dead-letter file's. */
 void pipeline_each_sink(pipeline *pl, void (*fn)(output_sink *));
 /* pipeline_build.c */
