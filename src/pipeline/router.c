@@ -6,15 +6,21 @@
 #include <string.h>
 
 
+/* An inline filter failed on m: it goes to the dead-letter path. */
+static void filter_failed(void *ud, const router_filter *f, const msg *m,
+                          const char *reason)
+{
+  router *r = ud;
+
+  dead_letter_write(r->dl, "filter", f->name, reason, &m->origin);
+}
+
 void router_init(router *r, router_output *outputs, size_t noutputs,
                  router_filter *filters, size_t nfilters, dead_letter *dl)
 {
   r->outputs = outputs;
   r->noutputs = noutputs;
-  r->filters = filters;
-  r->nfilters = nfilters;
-  r->next = (msg_batch){0};
-  r->taken_at = NULL;
+  filter_stage_init(&r->stage, filters, nfilters, filter_failed, r);
   r->dl = dl;
   r->batch = (msg_batch){0};
   r->counts = NULL;
@@ -105,16 +111,13 @@ static bool grow_choice(router *r, uint32_t n)
 {
   const msg **chosen;
   bool *matched;
-  uint32_t *taken_at;
 
   if (n <= r->choice_cap) return true;
   chosen = realloc(r->chosen, n * sizeof *chosen);
   if (chosen) r->chosen = chosen;
   matched = realloc(r->matched, n * sizeof *matched);
   if (matched) r->matched = matched;
-  taken_at = realloc(r->taken_at, n * sizeof *taken_at);
-  if (taken_at) r->taken_at = taken_at;
-  if (!chosen || !matched || !taken_at) return false;
+  if (!chosen || !matched) return false;
   r->choice_cap = n;
   return true;
 }
@@ -148,98 +151,12 @@ static void route(router *r)
   for (uint32_t i = 0; i < n; i++) r->counts->unrouted += !r->matched[i];
 }
 
-/* ---- filters (router.h) ---- */
-
-/* Inline: the messages of the batch not taken, up to `end`, move to the
- * batch being made, in their places. */
-static void carry_until(router *r, uint32_t end)
-{
-  for (; r->carried < end; r->carried++)
-    if (!msg_batch_push(&r->next, &r->batch.msgs[r->carried])) {
-      r->counts->dead++;
-      dead_letter_write(r->dl, "router", "-", "out of memory",
-                        &r->batch.msgs[r->carried].origin);
-    }
-}
-
-static bool filter_begin(void *ud, size_t i)
-{
-  router *r = ud;
-
-  if (r->filters[r->filter].mode == FILTER_INLINE)
-    carry_until(r, r->taken_at[i]);
-  r->injected_before = r->next.len;
-  return true;
-}
-
-static void filter_end(void *ud, size_t i, const sandbox_result *res)
-{
-  router *r = ud;
-  router_filter *f = &r->filters[r->filter];
-  router_filter_counts *c = &r->counts->filters[r->filter];
-  uint32_t made = r->next.len - r->injected_before;
-
-  if (f->mode == FILTER_INLINE) r->carried = r->taken_at[i] + 1;
-  if (res->status != SANDBOX_OK) {
-    c->failed++;
-    if (f->mode == FILTER_INLINE)
-      dead_letter_write(r->dl, "filter", f->name, res->reason,
-                        &r->chosen[i]->origin);
-    return;
-  }
-  c->injected += made;
-  c->dropped += f->mode == FILTER_INLINE && made == 0;
-}
-
-/* Filter k on the whole batch: inline, the batch is made anew; tap, what
- * it injects is added at the end. */
-static void run_filter(router *r, size_t k)
-{
-  router_filter *f = &r->filters[k];
-  sandbox_each each = {filter_begin, filter_end, r};
-  uint32_t n = r->batch.len, taken = 0;
-
-  if (n == 0) return;
-  if (!grow_choice(r, n)) {
-    /* Passing them on unfiltered could let through what it masks. */
-    r->counts->filters[k].failed += n;
-    for (uint32_t i = 0; i < n; i++)
-      dead_letter_write(r->dl, "filter", f->name, "out of memory",
-                        &r->batch.msgs[i].origin);
-    msg_batch_clear(&r->batch);
-    return;
-  }
-  for (uint32_t i = 0; i < n; i++)
-    if (matcher_eval(f->match, &r->batch.msgs[i])) {
-      r->taken_at[taken] = i;
-      r->chosen[taken++] = &r->batch.msgs[i];
-    }
-  r->counts->filters[k].matched += taken;
-  if (taken == 0) return;
-  r->filter = k;
-  r->carried = 0;
-  msg_batch_clear(&r->next);
-  sandbox_filter_many(f->sb, r->chosen, taken, &r->next, &each);
-  if (f->mode == FILTER_INLINE) {
-    msg_batch swap = r->batch;
-    carry_until(r, n);
-    r->batch = r->next;
-    r->next = swap;
-  } else {
-    for (uint32_t j = 0; j < r->next.len; j++)
-      if (!msg_batch_push(&r->batch, &r->next.msgs[j]))
-        dead_letter_write(r->dl, "router", "-", "out of memory",
-                          &r->next.msgs[j].origin);
-  }
-  msg_batch_clear(&r->next);
-  msg_batch_trim(&r->next, ROUTER_BATCH);
-}
-
 /* The batch goes through the filters from `first` on, then to the
  * outputs, and is emptied. */
 static void finish_batch(router *r, size_t first)
 {
-  for (size_t k = first; k < r->nfilters; k++) run_filter(r, k);
+  r->stage.counts = r->counts->filters;
+  filter_stage_run(&r->stage, &r->batch, first);
   route(r);
   msg_batch_clear(&r->batch);
   msg_batch_trim(&r->batch, ROUTER_BATCH);
@@ -255,17 +172,12 @@ static void route_all(router *r)
 
 void router_tick(router *r, size_t f, int64_t now_ns, bool shutdown)
 {
-  router_filter_counts *c = &r->counts->filters[f];
-  msg_origin o = {.input = r->filters[f].name};
-  sandbox_result res;
-
   router_flush(r);
-  c->ticks++;
-  sandbox_timer_event(r->filters[f].sb, now_ns, shutdown, &o, &r->batch,
-                      &res);
-  c->ticks_failed += res.status != SANDBOX_OK;
-  c->injected += r->batch.len;
-  finish_batch(r, f + 1);
+  r->stage.counts = r->counts->filters;
+  filter_stage_tick(&r->stage, f, now_ns, shutdown, &r->batch);
+  route(r);
+  msg_batch_clear(&r->batch);
+  msg_batch_trim(&r->batch, ROUTER_BATCH);
 }
 
 static void add_text_field(msg *m, const char *name, const char *value)
@@ -373,19 +285,14 @@ void router_input_free(router_input *ri)
 
 void router_free(router *r)
 {
-  for (size_t i = 0; i < r->nfilters; i++) {
-    sandbox_destroy(r->filters[i].sb);
-    matcher_free(r->filters[i].match);
-  }
+  filter_stage_free(&r->stage);
   for (size_t i = 0; i < r->noutputs; i++) {
     sandbox_destroy(r->outputs[i].encoder);
     matcher_free(r->outputs[i].match);
     if (r->outputs[i].route) r->outputs[i].route->free(r->outputs[i].route_state);
   }
   msg_batch_free(&r->batch);
-  msg_batch_free(&r->next);
   msg_free(&r->plain);
   free(r->chosen);
   free(r->matched);
-  free(r->taken_at);
 }

@@ -5,14 +5,8 @@
  * queue the encoded record on that output's sink. Whatever fails on the
  * way goes to the dead-letter path with its reason. Records go in batches,
  * a call into each plugin per batch (sandbox_batch.c says why).
- *
- * A filter takes the messages its matcher takes, in their order. Inline,
- * each is replaced where it stood by what the filter injects for it:
- * nothing drops it, several split it; the messages it injects have the
- * taken message's origin. Tap, the messages go on as they were, and what
- * the filter injects follows them. Either way only the filters after it
- * see what a filter injected. What its timer_event injects (router_tick)
- * goes through the filters after it too.
+ * (filter_stage.h says what a filter does to a batch; an inline filter's
+ * failures are dead-lettered here).
  *
  * A router owns the sandboxes and the message batch it uses, and only
  * queues onto sinks: each worker thread (worker.h) owns one, with its own
@@ -26,6 +20,7 @@
 
 #include "config.h"
 #include "dead_letter.h"
+#include "filter_stage.h"
 #include "matcher.h"
 #include "message.h"
 #include "output.h"
@@ -61,25 +56,6 @@ typedef struct {
   uint64_t failed, skipped;  /* by the encoder */
 } router_output_counts;
 
-/* A filter on this router's worker: its own instance. */
-typedef struct {
-  const char *name;
-  matcher *match;            /* owned */
-  sandbox *sb;               /* owned */
-  filter_mode mode;
-} router_filter;
-
-/* What a filter did. Inline: matched = messages it injected something for
- * + dropped + failed. Tap: a failed message went on all the same. */
-typedef struct {
-  uint64_t matched;          /* messages its matcher took */
-  uint64_t injected;         /* messages it injected, timer_event's too */
-  uint64_t dropped;          /* inline: taken, and replaced by nothing */
-  uint64_t failed;           /* taken, and rejected or failed on: inline,
-                                dead-lettered */
-  uint64_t ticks, ticks_failed; /* timer_event calls; those that failed */
-} router_filter_counts;
-
 /* What routing counted, per batch of records from one input: whoever owns
  * the batch adds it up (worker.h: the loop thread, as each job returns, so
  * the totals can be read while the workers run). */
@@ -101,8 +77,7 @@ typedef struct {
 typedef struct {
   router_output *outputs;
   size_t noutputs;
-  router_filter *filters;
-  size_t nfilters;
+  filter_stage stage;        /* its filters' instances */
   dead_letter *dl;
   router_counts *counts;     /* where router_record counts */
   msg_batch batch;           /* messages waiting to be routed */
@@ -120,13 +95,6 @@ typedef struct {
   bool *matched;
   uint32_t choice_cap;
   size_t out, start, head;
-  /* Filtering: the batch being made (inline), the batch index of each
-   * message taken, the filter running and the next message to carry
-   * over. */
-  msg_batch next;
-  uint32_t *taken_at;
-  size_t filter;
-  uint32_t carried, injected_before;
 } router;
 
 void router_init(router *r, router_output *outputs, size_t noutputs,
