@@ -19,13 +19,14 @@
 -- installation this file is part of (PREFIX/bin beside
 -- PREFIX/share/lumberjit), else `lumberjit` from PATH.
 --
--- A message is a table as the decoder gave it to inject_message, its Fields
--- plain values (an array for several values):
+-- A message is a table in Heka's schema, as a decoder gives inject_message
+-- one (and as spec/modules/sandbox_host.lua reads them): Fields hold plain
+-- values, an array for several, {value =, representation =} for a field
+-- with a representation; field_types tells what Lua values do not:
 --   {Timestamp = 1779186617000000000, Type = "syslog", Payload = "foo",
---    Severity = 4, Fields = {pri = 44, tags = {"a", "b"}},
---    field_types = {pri = "double", tags = "string"},   -- also "bytes",
---    representations = {},                               -- "integer", "bool"
---    encoded = '{"message":"foo",...}', encoder_prints = {}}
+--    Severity = 4, Fields = {pri = 44, took = {value = 3, representation = "ms"}},
+--    field_types = {pri = "double", took = "integer"},  -- or "string",
+--    encoded = '{"message":"foo",...}', encoder_prints = {}} -- "bytes", "bool"
 -- Timestamp is nil when the decoder set none (a run stamps the time of
 -- decoding; --try stamps 0, so an encoder sees 0). Uuid is the 36-character
 -- form. Integers beyond 2^53 lose precision in a Lua without integers.
@@ -133,10 +134,10 @@ local function field(m, text)
   else
     v, kind, i = value(text, i)
   end
-  m.Fields[name], m.field_types[name] = v, kind or "string"
   if text:sub(i, i + 16) == ' (representation ' then
-    m.representations[name] = unquote(text, i + 17)
+    v = {value = v, representation = (unquote(text, i + 17))}
   end
+  m.Fields[name], m.field_types[name] = v, kind or "string"
 end
 
 local string_headers = {Type = true, Logger = true, Hostname = true, Payload = true,
@@ -159,7 +160,7 @@ local function header(m, text)
 end
 
 local function new_message()
-  return {Fields = {}, field_types = {}, representations = {}, encoder_prints = {}}
+  return {Fields = {}, field_types = {}, encoder_prints = {}}
 end
 
 -- The body of one sample line's block (the lines after its head) into r.
