@@ -32,7 +32,8 @@
 
 static const char usage[] =
   "usage: lumberjit -c FILE [--check]\n"
-  "       lumberjit -c FILE --try DECODER [--encode ENCODER] [--watch] [SAMPLE...]\n"
+  "       lumberjit -c FILE --try DECODER [--encode ENCODER] [--watch]\n"
+  "                 [--expect GOLDEN [--update]] [SAMPLE...]\n"
   "\n"
   "A log collector whose decoders and encoders are sandboxed LuaJIT scripts.\n"
   "\n"
@@ -44,7 +45,15 @@ static const char usage[] =
   "                     exit status 1 if any line was\n"
   "      --encode ENCODER  with --try: also print each message as ENCODER writes it\n"
   "      --watch        with --try: run again whenever FILE, a plugin's file or a\n"
-  "                     SAMPLE changes, until Ctrl-C\n"
+  "                     SAMPLE (or GOLDEN) changes, until Ctrl-C\n"
+  "      --expect GOLDEN  with --try: print only how the output differs from the\n"
+  "                     file GOLDEN, as a diff whose hunks are headed\n"
+  "                     GOLDEN:LINE: SAMPLE:LINE:; exit status 1 if it does, else\n"
+  "                     0 (rejected lines being expected then). A Timestamp the\n"
+  "                     decoder did not set prints as 0, said unset, and what a\n"
+  "                     broken limit used is not compared: GOLDEN holds from run\n"
+  "                     to run\n"
+  "      --update       with --expect: write the output to GOLDEN instead\n"
   "  -h, --help [TYPE]  show this help, or the keys of plugin type TYPE\n"
   "      --markdown     with --help TYPE: as a Markdown table\n"
   "  -V, --version      show the version\n"
@@ -98,6 +107,8 @@ int main(int argc, char **argv)
     {"try", required_argument, NULL, 't'},
     {"encode", required_argument, NULL, 'e'},
     {"watch", no_argument, NULL, 'w'},
+    {"expect", required_argument, NULL, 'x'},
+    {"update", no_argument, NULL, 'u'},
     {"help", no_argument, NULL, 'h'},
     {"markdown", no_argument, NULL, 'm'},
     {"version", no_argument, NULL, 'V'},
@@ -124,6 +135,8 @@ int main(int argc, char **argv)
     case 't': try.decoder = optarg; break;
     case 'e': try.encoder = optarg; break;
     case 'w': try.watch = true; break;
+    case 'x': try.expect = optarg; break;
+    case 'u': try.update = true; break;
     case 'h': help = 1; break;
     case 'm': markdown = 1; break;
     case 'V': version_print(stdout); return 0;
@@ -141,6 +154,18 @@ int main(int argc, char **argv)
   }
   if (help || markdown) {
     fputs(usage, stderr);
+    return 2;
+  }
+  /* --expect and --update need what they go with: said plainly, as the
+   * usage would not tell which was missing. */
+  if (try.update && !try.expect) {
+    fputs("lumberjit: --update goes with --expect GOLDEN: it writes GOLDEN\n",
+          stderr);
+    return 2;
+  }
+  if (try.expect && !try.decoder) {
+    fputs("lumberjit: --expect goes with --try DECODER: it compares what the "
+          "decoder makes\n", stderr);
     return 2;
   }
   /* Sample operands, --encode and --watch belong to --try. */

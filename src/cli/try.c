@@ -8,6 +8,10 @@
  * The plugins keep their limits but not max_failures: a parser that fails
  * on ten lines in a row would stop, and its author would see nothing of
  * the lines after them.
+ *
+ * What a run prints does not depend on when it runs, so that --expect's
+ * golden files (try_expect.c) hold: a message the decoder gave no
+ * Timestamp, which the sandbox stamps with the clock, gets 0 instead.
  */
 #include "try.h"
 
@@ -25,6 +29,7 @@
 #include "pipeline.h"
 #include "registry.h"
 #include "signals.h"
+#include "try_expect.h"
 #include "try_internal.h"
 
 /* The most failures in a row a config may allow (config_roles.c). */
@@ -44,6 +49,8 @@ typedef struct {
   buf out, encoded;
   buf prints;             /* print() lines of the running call, "\n"-ended */
   bool flush_each;        /* stdout is a terminal: show each line at once */
+  try_expect *expect;     /* --expect: takes the output instead of stdout */
+  int64_t call_start, call_end; /* the clock around the last decoder call */
   try_counts n;
 } trial;
 
@@ -75,11 +82,16 @@ static bool next_line(line_reader *r, const char **line, size_t *len)
   return true;
 }
 
+/* A sample line's whole output, to stdout or to --expect. */
 static void write_out(trial *t)
 {
-  fwrite(t->out.data, 1, t->out.len, stdout);
+  if (t->expect) {
+    try_expect_add(t->expect, &t->out);
+  } else {
+    fwrite(t->out.data, 1, t->out.len, stdout);
+    if (t->flush_each) fflush(stdout);
+  }
   buf_clear(&t->out);
-  if (t->flush_each) fflush(stdout);
 }
 
 /* The text after `sandbox "NAME" print: ` when line is a print() line of
@@ -123,6 +135,32 @@ static void put_prints(trial *t, const char *label)
     line = nl + 1;
   }
   buf_clear(&t->prints);
+}
+
+/* Dumps a message of the last decoder call. One whose Timestamp the clock
+ * gave during the call is made 0, and said to be unset: the sandbox stamps
+ * a message without one with a reading of that clock, and any other
+ * reading of it is as unrepeatable. The encoder sees the 0 too. */
+static void dump_message(trial *t, msg *m)
+{
+  static const char unset[] = ", unset: a run stamps the time of decoding";
+  size_t at = t->out.len;
+  const char *nl;
+
+  if (m->timestamp < t->call_start || m->timestamp > t->call_end) {
+    message_text(&t->out, m, "  ");
+    return;
+  }
+  m->timestamp = 0;
+  if (!message_text(&t->out, m, "  ")) return;
+  /* The first line of the dump is the Timestamp's: the note ends it. */
+  nl = memchr(t->out.data + at, '\n', t->out.len - at);
+  at = (size_t)(nl - t->out.data);
+  if (!buf_reserve(&t->out, sizeof unset - 1)) return;
+  memmove(t->out.data + at + sizeof unset - 1, t->out.data + at,
+          t->out.len - at);
+  memcpy(t->out.data + at, unset, sizeof unset - 1);
+  t->out.len += sizeof unset - 1;
 }
 
 static void encode_one(trial *t, const msg *m)
@@ -170,7 +208,9 @@ static void decode_one(trial *t, const char *source, uint64_t lineno,
 
   t->n.lines++;
   msg_batch_clear(&t->batch);
+  t->call_start = msg_now_ns();
   sandbox_decode(t->decoder, &origin, &t->batch, &res);
+  t->call_end = msg_now_ns();
   buf_append_str(&t->out, source);
   snprintf(head, sizeof head, ":%" PRIu64 ": ", lineno);
   buf_append_str(&t->out, head);
@@ -193,7 +233,7 @@ static void decode_one(trial *t, const char *source, uint64_t lineno,
                  k + 1, n);
         buf_append_str(&t->out, head);
       }
-      message_text(&t->out, &t->batch.msgs[k], "  ");
+      dump_message(t, &t->batch.msgs[k]);
       if (t->encoder) encode_one(t, &t->batch.msgs[k]);
     }
   }
@@ -302,6 +342,8 @@ int try_once(const try_options *o, const buf *stdin_copy, plugin_files *pf)
     return 1;
   }
   if (pf) remember_files(pf, &cfg, o);
+  if (o->expect && !(t.expect = try_expect_open(o->expect, o->update)))
+    goto done;
   if (pipeline_start_watchdog(&cfg, &wd, err, sizeof err) != 0) {
     fprintf(stderr, "lumberjit: %s\n", err);
     goto done;
@@ -318,10 +360,16 @@ int try_once(const try_options *o, const buf *stdin_copy, plugin_files *pf)
   fflush(stdout);
   if (status == 0) {
     print_summary(&t);
-    if (t.n.rejected || t.n.failed || t.n.enc_rejected || t.n.enc_failed)
+    /* With --expect, rejections and failures are what the golden file
+     * says they should be. */
+    if (t.expect)
+      status = try_expect_finish(t.expect);
+    else if (t.n.rejected || t.n.failed || t.n.enc_rejected ||
+             t.n.enc_failed)
       status = 1;
   }
 done:
+  try_expect_free(t.expect);
   sandbox_destroy(t.encoder);
   sandbox_destroy(t.decoder);
   sandbox_watchdog_stop(wd);

@@ -1,6 +1,7 @@
 /*
  * try_watch.c - --try --watch (try.h): a run, then another whenever the
- * config, a plugin's file or a sample changes, on a libuv loop. A fs_poll
+ * config, a plugin's file, a sample or --expect's golden file changes, on
+ * a libuv loop. A fs_poll
  * handle polls each file (it sees an editor's rename over the file, which
  * inotify on the old inode would not), and a change arms a short timer
  * before the next run, since a save is often several writes.
@@ -33,7 +34,7 @@ struct watcher {
   const try_options *o;
   const buf *stdin_copy;
   plugin_files files;
-  watched_file **polls;   /* the config and the samples */
+  watched_file **polls;   /* the config, the samples and the golden file */
   size_t npolls;
   watched_file *plugin_polls[2]; /* the decoder's and encoder's files */
   uv_timer_t settle;
@@ -90,10 +91,12 @@ static watched_file *poll_path(watcher *w, const char *path)
   return f;
 }
 
-/* The config and the sample files, polled for good. */
+/* The config, the sample files and --expect's golden file, polled for
+ * good; not the golden file --update writes, which would run again after
+ * each run. */
 static void poll_inputs(watcher *w)
 {
-  size_t n = 1 + w->o->nsamples;
+  size_t n = 2 + w->o->nsamples;
 
   w->polls = calloc(n, sizeof *w->polls);
   if (!w->polls) return;
@@ -101,6 +104,8 @@ static void poll_inputs(watcher *w)
   for (size_t i = 0; i < w->o->nsamples; i++)
     if (strcmp(w->o->samples[i], "-") != 0)
       w->polls[w->npolls++] = poll_path(w, w->o->samples[i]);
+  if (w->o->expect && !w->o->update)
+    w->polls[w->npolls++] = poll_path(w, w->o->expect);
 }
 
 /* plugin_files' hook: polls the plugins' files the config names now. */
@@ -120,8 +125,9 @@ static void poll_plugins(void *ud)
 static void waiting(const watcher *w)
 {
   fprintf(stderr, "lumberjit: --watch: run %u done; waiting for a change of "
-          "%s, the plugins' files or the samples (Ctrl-C stops)\n", w->runs,
-          w->o->config_path);
+          "%s, the plugins' files%s or the samples (Ctrl-C stops)\n", w->runs,
+          w->o->config_path,
+          w->o->expect && !w->o->update ? ", the golden file" : "");
 }
 
 static void run_again(uv_timer_t *timer)
