@@ -27,6 +27,7 @@
 #include "log.h"
 #include "message_text.h"
 #include "pipeline.h"
+#include "filter_stage.h"
 #include "registry.h"
 #include "signals.h"
 #include "try_expect.h"
@@ -51,6 +52,8 @@ typedef struct {
   bool flush_each;        /* stdout is a terminal: show each line at once */
   try_expect *expect;     /* --expect: takes the output instead of stdout */
   int64_t call_start, call_end; /* the clock around the last decoder call */
+  filter_stage stage;     /* the config's filters, after the decoder */
+  router_filter_counts *filter_counts;
   try_counts n;
 } trial;
 
@@ -115,6 +118,8 @@ static void on_sandbox_log(void *ud, const char *line)
   const char *text = printed(line, t->o->decoder);
 
   if (!text && t->o->encoder) text = printed(line, t->o->encoder);
+  for (size_t i = 0; !text && i < t->stage.nfilters; i++)
+    text = printed(line, t->stage.filters[i].name);
   if (!text) {
     log_sandbox_line(NULL, line);
     return;
@@ -198,6 +203,30 @@ static void encode_one(trial *t, const msg *m)
   buf_append_str(&t->out, "\n");
 }
 
+static void run_filters(trial *t);
+
+/* The batch's messages; with `final`, each as the encoder writes it too.
+ * Before the filters, a Timestamp the dump shows as unset keeps its value
+ * for them, as in a run. */
+static void dump_messages(trial *t, bool final)
+{
+  uint32_t n = t->batch.len;
+  char head[64];
+
+  for (uint32_t k = 0; k < n; k++) {
+    msg *m = &t->batch.msgs[k];
+    int64_t ts = m->timestamp;
+    if (n > 1) {
+      snprintf(head, sizeof head, "  -- message %" PRIu32 " of %" PRIu32 "\n",
+               k + 1, n);
+      buf_append_str(&t->out, head);
+    }
+    dump_message(t, m);
+    if (!final) m->timestamp = ts;
+    else if (t->encoder) encode_one(t, m);
+  }
+}
+
 static void decode_one(trial *t, const char *source, uint64_t lineno,
                        const char *line, size_t len)
 {
@@ -227,17 +256,43 @@ static void decode_one(trial *t, const char *source, uint64_t lineno,
     buf_append_str(&t->out, head);
     put_prints(t, "  print: ");
     t->n.messages += n;
-    for (uint32_t k = 0; k < n; k++) {
-      if (n > 1) {
-        snprintf(head, sizeof head, "  -- message %" PRIu32 " of %" PRIu32 "\n",
-                 k + 1, n);
-        buf_append_str(&t->out, head);
-      }
-      dump_message(t, &t->batch.msgs[k]);
-      if (t->encoder) encode_one(t, &t->batch.msgs[k]);
+    if (t->stage.nfilters) {
+      /* What the decoder made, as the filters will see it; then what came
+       * through them is what the outputs would get. */
+      dump_messages(t, false);
+      run_filters(t);
     }
+    dump_messages(t, true);
   }
   write_out(t);
+}
+
+/* An inline filter failed on m, which a run would dead-letter. */
+static void filter_failed(void *ud, const router_filter *f, const msg *m,
+                          const char *reason)
+{
+  trial *t = ud;
+
+  (void)m;
+  buf_append_str(&t->out, "  filter '");
+  buf_append_str(&t->out, f->name);
+  buf_append_str(&t->out, "' failed: ");
+  buf_append_str(&t->out, reason);
+  buf_append_str(&t->out, "\n");
+}
+
+/* The batch through the config's filters, in their order, as a worker
+ * runs them (filter_stage.h). */
+static void run_filters(trial *t)
+{
+  char head[64];
+
+  filter_stage_run(&t->stage, &t->batch, 0);
+  t->call_end = msg_now_ns(); /* what the filters stamped is unset too */
+  put_prints(t, "  filter print: ");
+  snprintf(head, sizeof head, "  after the filters: %" PRIu32 " message%s\n",
+           t->batch.len, t->batch.len == 1 ? "" : "s");
+  buf_append_str(&t->out, head);
 }
 
 /* Decodes every line of one sample; -1 when it cannot be read. */
@@ -292,6 +347,68 @@ static sandbox *load_plugin(trial *t, const config *cfg, const char *name,
   return sb;
 }
 
+/* The config's filters, each run on every line whatever its
+ * max_failures; -1 with the message printed. */
+static int load_filters(trial *t, const config *cfg, sandbox_watchdog *wd)
+{
+  router_filter *filters = calloc(cfg->nplugins, sizeof *filters);
+  size_t n = 0;
+  int rc = 0;
+
+  t->filter_counts = calloc(cfg->nplugins, sizeof *t->filter_counts);
+  if (!filters || !t->filter_counts) {
+    free(filters);
+    fputs("lumberjit: --try: out of memory\n", stderr);
+    return -1;
+  }
+  for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    config_plugin copy;
+    char err[2048];
+    router_filter *f;
+    if (p->role != PLUGIN_FILTER) continue;
+    f = &filters[n++];
+    f->name = p->name;
+    f->mode = ((const config_filter *)p->settings)->mode;
+    f->match = matcher_compile(p->message_matcher, err, sizeof err);
+    copy = *p;
+    copy.limits.max_failures = TRY_MAX_FAILURES;
+    copy.limits.quiet_rebuilds = true; /* each failure shows under its line */
+    if (f->match)
+      f->sb = pipeline_plugin_sandbox(cfg, &copy, wd, on_sandbox_log, t, err,
+                                      sizeof err);
+    if (!f->match || !f->sb) {
+      fprintf(stderr, "lumberjit: %s\n", err);
+      rc = -1;
+    }
+  }
+  filter_stage_init(&t->stage, filters, n, filter_failed, t);
+  t->stage.counts = t->filter_counts;
+  return rc;
+}
+
+/* At the end of the samples, each filter's last timer_event (shutdown):
+ * what a run's filters send on as it ends. */
+static void last_ticks(trial *t)
+{
+  char head[256];
+
+  for (size_t k = 0; k < t->stage.nfilters; k++) {
+    if (!sandbox_has_timer(t->stage.filters[k].sb)) continue;
+    msg_batch_clear(&t->batch);
+    t->call_start = msg_now_ns();
+    filter_stage_tick(&t->stage, k, t->call_start, true, &t->batch);
+    t->call_end = msg_now_ns();
+    snprintf(head, sizeof head, "filter '%s' timer_event (shutdown): "
+             "%" PRIu32 " message%s\n", t->stage.filters[k].name,
+             t->batch.len, t->batch.len == 1 ? "" : "s");
+    buf_append_str(&t->out, head);
+    put_prints(t, "  filter print: ");
+    dump_messages(t, true);
+    write_out(t);
+  }
+}
+
 /* "1 line", "2 lines". */
 static void print_count(uint64_t n, const char *what)
 {
@@ -308,6 +425,12 @@ static void print_summary(const trial *t)
   print_count(n->messages, "message");
   fprintf(stderr, ", %" PRIu64 " rejected, %" PRIu64 " failed", n->rejected,
           n->failed);
+  for (size_t k = 0; k < t->stage.nfilters; k++) {
+    const router_filter_counts *c = &t->filter_counts[k];
+    fprintf(stderr, "; filter %s: %" PRIu64 " matched, %" PRIu64 " injected, "
+            "%" PRIu64 " dropped, %" PRIu64 " failed", t->stage.filters[k].name,
+            c->matched, c->injected, c->dropped, c->failed + c->ticks_failed);
+  }
   if (t->encoder)
     fprintf(stderr, "; encoder %s: %" PRIu64 " encoded, %" PRIu64 " skipped, %"
             PRIu64 " rejected, %" PRIu64 " failed", t->o->encoder, n->encoded,
@@ -326,6 +449,14 @@ static void remember_files(plugin_files *pf, const config *cfg,
   pf->decoder_file = d ? strdup(d->filename) : NULL;
   pf->encoder_file = e ? strdup(e->filename) : NULL;
   pf->loaded(pf->ud);
+}
+
+static bool filters_failed(const trial *t)
+{
+  for (size_t k = 0; k < t->stage.nfilters; k++)
+    if (t->filter_counts[k].failed || t->filter_counts[k].ticks_failed)
+      return true;
+  return false;
 }
 
 int try_once(const try_options *o, const buf *stdin_copy, plugin_files *pf)
@@ -354,9 +485,11 @@ int try_once(const try_options *o, const buf *stdin_copy, plugin_files *pf)
     t.encoder = load_plugin(&t, &cfg, o->encoder, PLUGIN_ENCODER, wd);
     if (!t.encoder) goto done;
   }
+  if (load_filters(&t, &cfg, wd) != 0) goto done;
   status = 0;
   for (size_t i = 0; i < (o->nsamples ? o->nsamples : 1) && status == 0; i++)
     if (try_source(&t, o->nsamples ? o->samples[i] : "-") != 0) status = 1;
+  if (status == 0) last_ticks(&t);
   fflush(stdout);
   if (status == 0) {
     print_summary(&t);
@@ -365,11 +498,14 @@ int try_once(const try_options *o, const buf *stdin_copy, plugin_files *pf)
     if (t.expect)
       status = try_expect_finish(t.expect);
     else if (t.n.rejected || t.n.failed || t.n.enc_rejected ||
-             t.n.enc_failed)
+             t.n.enc_failed || filters_failed(&t))
       status = 1;
   }
 done:
   try_expect_free(t.expect);
+  filter_stage_free(&t.stage);
+  free(t.stage.filters);
+  free(t.filter_counts);
   sandbox_destroy(t.encoder);
   sandbox_destroy(t.decoder);
   sandbox_watchdog_stop(wd);
