@@ -50,8 +50,12 @@ nginx.formats = {
              .. '$body_bytes_sent "$http_referer" "$http_user_agent"',
 }
 
+-- Text in a message: quotes and backslashes escaped, controls as \ddd.
 local function printable(text)
-  return (text:gsub("[%c\\]", function(c) return format("\\%03d", c:byte()) end))
+  return (text:gsub('[%c"\\]', function(c)
+    if c == '"' or c == "\\" then return "\\" .. c end
+    return format("\\%03d", c:byte())
+  end))
 end
 
 -- The log_format as a list of { literal = text } and { variable = name,

@@ -91,8 +91,9 @@ end]], concat(reads, "; "), concat(tests, " and "), var, concat(sum, " + "),
     var, low, var, high, count)
 end
 
--- Reading a fraction: ".123" or ",123" -> frac = 0.123; nothing -> 0. At
--- most 15 digits count (a double's precision); more are read and dropped.
+-- Reading a fraction: ".123" or ",123" -> frac = 123000000 (ns); nothing
+-- -> 0. Nanoseconds are whole up to 9 digits, so that seconds * 1e9 + frac
+-- rounds once, as the time's text does; more digits are read and dropped.
 local fraction_code = [[
 do
   local c = B(i)
@@ -101,11 +102,11 @@ do
     local value, scale = 0, 1
     c = B(i)
     while digit(c) do
-      if scale < 1e15 then value, scale = value * 10 + c - 48, scale * 10 end
+      if scale < 1e9 then value, scale = value * 10 + c - 48, scale * 10 end
       i = i + 1
       c = B(i)
     end
-    frac = value / scale
+    frac = value * (1e9 / scale)
   end
 end]]
 
@@ -189,7 +190,8 @@ end]], "civil"
     return epoch_digits("epoch") .. "\n" .. fraction_code, "epoch"
   end,
   Q = function()
-    return epoch_digits("epoch") .. "\nepoch = epoch / 1000", "epoch"
+    return epoch_digits("epoch") .. "\nfrac = epoch % 1000 * 1e6; epoch = (epoch - epoch % 1000) / 1000",
+           "epoch"
   end,
 }
 directives.h = directives.b
@@ -247,15 +249,15 @@ function strptime.compile(fmt, options)
 
   local result
   if reads.epoch then
-    result = "return (epoch + frac) * 1e9, i"
+    result = "return epoch * 1e9 + frac, i"
   else
     -- The day is checked against its month here, once the year is known.
     result = [[
 if D > days_in_month(Y, M) then return nil, start end
 local seconds = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec
-if off then return (seconds - off + frac) * 1e9, i end
+if off then return (seconds - off) * 1e9 + frac, i end
 if seconds ~= last_local then last_local, last_utc = seconds, in_zone:utc_from_local(seconds) end
-return (last_utc + frac) * 1e9, i]]
+return last_utc * 1e9 + frac, i]]
   end
   local source = format([[
 local byte, months, weekdays, days_from_civil, days_in_month, in_zone = ...

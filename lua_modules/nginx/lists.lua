@@ -4,6 +4,8 @@
 --   split("502, 200")            --> { 502, 200 }
 --   split("502, 504 : 200")      --> { 502, 504, 200 }
 --   split("-, 200")              --> { "-", "200" }
+--   split("200")                 --> { 200 }: a message holds an array of one
+--                                    as that one value
 --
 -- nginx writes one value per upstream server tried, separated by ", ", and
 -- starts a new group after an internal redirect (X-Accel-Redirect,

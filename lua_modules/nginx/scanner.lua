@@ -72,29 +72,25 @@ non_digits = concat(non_digits)
 
 local HTTP = has_text("HTTP/", "q + 1")
 
--- The code's state while writing it: upvalues by name, and code lines.
+-- The code's state while writing it: the values the code uses (U[n]: a
+-- Lua function has at most 60 upvalues, and a format may have more
+-- values), stop sets by their numbers, and code lines.
 local Writer = {}
 Writer.__index = Writer
 
-function Writer:upvalue(prefix, value)
-  if self.name_of[value] then return self.name_of[value] end
-  self.count = self.count + 1
-  local name = prefix .. "_" .. self.count
-  self.name_of[value] = name
-  self.upvalues[name] = value
-  return name
+function Writer:upvalue(value)
+  local values = self.upvalues.U
+  values[#values + 1] = value
+  return format("U[%d]", #values)
 end
 
 function Writer:stops(bytes)
-  return self:upvalue("stops", self.reader.stops(bytes))
+  self.stop_sets[bytes] = self.stop_sets[bytes] or self.reader.stops(bytes)
+  return tostring(self.stop_sets[bytes])
 end
 
 function Writer:span()
-  local span = self.reader.span()
-  return self:upvalue("span", function(from, to)
-    span[1], span[2] = from, to
-    return span
-  end)
+  return self:upvalue(self.reader.span())
 end
 
 function Writer:line(text, ...)
@@ -112,24 +108,15 @@ function Writer:bounds(k, literal)
     return
   end
   local stops = self:stops(literal:sub(1, 1) .. (unescape and "\\" or ""))
-  local seek = "seek_" .. k
-  self.prelude[#self.prelude + 1] = format([[
-local function %s(i, n)
-  local escaped = false
-  while i <= n do
-    if %s then return i, escaped end
-    if %s then escaped = true; i = find(%s, i + 2) else i = find(%s, i + 1) end
-  end
-  return nil
-end]], seek, has_text(literal, "i"), unescape and "byte(i) == 92" or "false", stops, stops)
   self:line([[
 i = find(%s, i)
 if not %s then
-  i, e%d = %s(i, n)
+  i, e%d = seek(i, n, %s, %s, %s)
   if not i then return nil, a%d, %d end
 end
 b%d = i
-i = i + %d]], stops, has_text(literal, "i"), k, seek, k, k, k, #literal)
+i = i + %d]], stops, has_text(literal, "i"), k, stops, format("%q", literal), tostring(unescape),
+    k, k, k, #literal)
 end
 
 -- The expression of element k's value as a string field: a span, or the
@@ -137,16 +124,16 @@ end
 function Writer:string_value(k)
   local span = self:span()
   if self.options.unescape then
-    return format("(e%d and unescape(text(a%d, b%d)) or %s(a%d, b%d))", k, k, k, span, k, k)
+    return format("(e%d and unescape(text(a%d, b%d)) or set(%s, a%d, b%d))", k, k, k, span, k, k)
   end
-  return format("%s(a%d, b%d)", span, k, k)
+  return format("set(%s, a%d, b%d)", span, k, k)
 end
 
 function Writer:absent(k)
   if self.options.absent == "dash" then
     return format("(b%d == a%d or (b%d == a%d + 1 and byte(a%d) == 45))", k, k, k, k, k)
   end
-  return format("b%d == a%d", k, k)
+  return format("(b%d == a%d)", k, k)
 end
 
 function Writer:store(element, value)
@@ -160,7 +147,7 @@ end
 function Writer:integer(expression)
   if not self.options.integers then return expression end
   local typed = { value = 0, value_type = 2 }
-  return format("%s(%s)", self:upvalue("integer", function(value)
+  return format("%s(%s)", self:upvalue(function(value)
     typed.value = value
     return typed
   end), expression)
@@ -192,13 +179,13 @@ end
 function readers.time(w, element, k)
   w:line([[
 local v%d, j%d = %s(nil, a%d)
-if j%d ~= b%d then return nil, j%d, %d end]], k, k, w:upvalue("time", element.time), k, k, k, k, k)
+if j%d ~= b%d then return nil, j%d, %d end]], k, k, w:upvalue(element.time), k, k, k, k, k)
   w:store(element, "v" .. k)
 end
 
 local function list_reader(kind)
   return function(w, element, k)
-    local split = w:upvalue("list", lists.splitter(kind, w.options.integers))
+    local split = w:upvalue(lists.splitter(kind, w.options.integers))
     local value = w.options.unescape and format("e%d and unescape(text(a%d, b%d)) or text(a%d, b%d)", k, k, k, k, k)
                   or format("text(a%d, b%d)", k, k)
     w:store(element, format("not %s and %s(%s) or nil", w:absent(k), split, value))
@@ -221,7 +208,7 @@ if %s then
 elseif e%d then
   split_text(t, %s, unescape(text(a%d, b%d)))
 else
-  t[%q] = %s(a%d, b%d)
+  t[%q] = set(%s, a%d, b%d)
   local p, q = find(%s, a%d), b%d - 9
   if p >= b%d then
     t.request_method, t.request_uri, t.server_protocol = nil
@@ -230,12 +217,12 @@ else
             and byte(q + 8) ~= 32) then
       q = last_space(p, b%d)
     end
-    t.request_method = p > a%d and %s(a%d, p) or nil
+    t.request_method = p > a%d and set(%s, a%d, p) or nil
     if q then
-      t.request_uri = q > p + 1 and %s(p + 1, q) or nil
-      t.server_protocol = %s(q + 1, b%d)
+      t.request_uri = q > p + 1 and set(%s, p + 1, q) or nil
+      t.server_protocol = set(%s, q + 1, b%d)
     else
-      t.request_uri = b%d > p + 1 and %s(p + 1, b%d) or nil
+      t.request_uri = b%d > p + 1 and set(%s, p + 1, b%d) or nil
       t.server_protocol = nil
     end
   end
@@ -245,6 +232,27 @@ end
 
 -- The rare paths and helpers, shared by every generated scanner.
 local helpers = [[
+local function set(span, from, to)
+  span[1], span[2] = from, to
+  return span
+end
+-- The end of a value when its delimiter's first byte is not where
+-- record_find stopped: past escapes (a backslash and the byte after it)
+-- and bytes that only start like the delimiter.
+local function seek(i, n, stops, literal, escapes)
+  local escaped, length = false, #literal
+  while i <= n do
+    if escapes and byte(i) == 92 then
+      escaped, i = true, find(stops, i + 2)
+    else
+      local k = 1
+      while k <= length and byte(i + k - 1) == literal:byte(k) do k = k + 1 end
+      if k > length then return i, escaped end
+      i = find(stops, i + 1)
+    end
+  end
+  return nil
+end
 local function digit(c) return c and c >= 48 and c <= 57 end
 -- digits "." digits, exactly as tonumber reads it: one rounding.
 local function fraction(a, b)
@@ -283,12 +291,11 @@ end]]
 -- The scan function of `elements` (see the top).
 function scanner.generate(elements, options)
   local reader = options.reader
-  local w = setmetatable({ options = options, reader = reader, code = {}, prelude = {},
-                           name_of = {}, count = 0,
+  local w = setmetatable({ options = options, reader = reader, code = {}, stop_sets = {},
                            upvalues = { byte = reader.byte, text = reader.text,
                                         find = reader.find, decimal = reader.decimal,
                                         unescape = options.unescape or false,
-                                        tonumber = tonumber } }, Writer)
+                                        tonumber = tonumber, U = {} } }, Writer)
   w.upvalues.non_digits = reader.stops(non_digits)
   local k = 1
   while k <= #elements do
@@ -299,12 +306,15 @@ function scanner.generate(elements, options)
       k = k + 1
     else
       local after = elements[k + 1]
+      -- A block per value: its locals end with it (at most 200 in a function).
+      w:line("do")
       if after and not after.literal then
         w:syntax(element, k)
       else
         w:bounds(k, after and after.literal)
         readers[element.type](w, element, k)
       end
+      w:line("end")
       k = k + (after and after.literal and 2 or 1)
     end
   end
@@ -312,7 +322,6 @@ function scanner.generate(elements, options)
   local lines = { "local upvalues = ..." }
   for name in pairs(w.upvalues) do lines[#lines + 1] = format("local %s = upvalues.%s", name, name) end
   lines[#lines + 1] = (helpers:gsub("HAS_HTTP", HTTP))
-  lines[#lines + 1] = concat(w.prelude, "\n")
   lines[#lines + 1] = "return function(t, headers, n)\n  local i = 1"
   lines[#lines + 1] = concat(w.code, "\n")
   lines[#lines + 1] = "  return true\nend"
@@ -324,7 +333,7 @@ end
 -- absent), which only numbers and times have.
 function Writer:syntax(element, k)
   if element.type == "time" then
-    self:line("local v%d, i%d = %s(nil, i)", k, k, self:upvalue("time", element.time))
+    self:line("local v%d, i%d = %s(nil, i)", k, k, self:upvalue(element.time))
     self:line("if not v%d then return nil, i%d, %d end", k, k, k)
     self:line("i = i%d", k)
     self:store(element, "v" .. k)
