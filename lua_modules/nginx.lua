@@ -29,7 +29,7 @@
 --            for formats of other servers: apache.lua), default "UTC"
 --   integers true: integer fields get value_type 2 (INTEGER) instead of
 --            being plain numbers (DOUBLE): inject_message then takes its
---            slower path (about a third more per line, bench/nginx-pipeline)
+--            slower path (twice the CPU a combined line, bench/nginx-pipeline)
 --   header_of  fields that become headers instead ({ hostname = "Hostname" })
 --   reader   the sandbox's record_* functions: { byte, text, find, stops,
 --            span, decimal } (nginx/scanner.lua)

@@ -35,8 +35,9 @@
 --              and none): no field (nil)
 --   integer    record_decimal; double: digits "." digits; a value that is
 --              not a number is kept as the string it is
---   time       the strptime parser must read the whole value, else the
---              record is rejected there; the ns go to the element's header
+--   time       read by its strptime parser, not up to the delimiter (a
+--              time may hold it: "%F %T" a space); where the parser stops,
+--              the record is rejected; the ns go to the element's header
 --              (the Timestamp) or field
 --   request    the line as it is, and split at its first and last space:
 --              request_method, request_uri, server_protocol (the last
@@ -46,7 +47,7 @@
 --              into a string; the others are record spans.
 -- options: absent, unescape (nil: values as written), integers (true:
 -- integer fields get value_type 2, which inject_message's fast path does
--- not take: about a third more per line), reader = { byte, text, find,
+-- not take: twice the CPU a line), reader = { byte, text, find,
 -- stops, span, decimal } (the sandbox's record_* functions).
 
 local lists = require "nginx.lists"
@@ -176,13 +177,6 @@ function readers.double(w, element, k)
   w:store(element, format("v%d or not %s and %s or nil", k, w:absent(k), w:string_value(k)))
 end
 
-function readers.time(w, element, k)
-  w:line([[
-local v%d, j%d = %s(nil, a%d)
-if j%d ~= b%d then return nil, j%d, %d end]], k, k, w:upvalue(element.time), k, k, k, k, k)
-  w:store(element, "v" .. k)
-end
-
 local function list_reader(kind)
   return function(w, element, k)
     local split = w:upvalue(lists.splitter(kind, w.options.integers))
@@ -308,14 +302,15 @@ function scanner.generate(elements, options)
       local after = elements[k + 1]
       -- A block per value: its locals end with it (at most 200 in a function).
       w:line("do")
-      if after and not after.literal then
+      local by_syntax = element.type == "time" or (after and not after.literal)
+      if by_syntax then
         w:syntax(element, k)
       else
         w:bounds(k, after and after.literal)
         readers[element.type](w, element, k)
       end
       w:line("end")
-      k = k + (after and after.literal and 2 or 1)
+      k = k + ((by_syntax or not after) and 1 or 2)
     end
   end
   w:line("if i ~= n + 1 then return nil, i, %d end", #elements + 1)
@@ -329,8 +324,8 @@ function scanner.generate(elements, options)
   return chunk(w.upvalues)
 end
 
--- A value followed directly by another value: read by its syntax ("-" is
--- absent), which only numbers and times have.
+-- A time, or a value followed directly by another value: read by its
+-- syntax ("-" is absent), which only numbers and times have.
 function Writer:syntax(element, k)
   if element.type == "time" then
     self:line("local v%d, i%d = %s(nil, i)", k, k, self:upvalue(element.time))
