@@ -75,9 +75,7 @@ function nginx.parse(log_format)
       error(format('nginx log_format: invalid variable name at position %d in "%s"',
                    dollar, printable(log_format)), 0)
     end
-    if #literal > 0 and table.concat(literal) ~= "" then
-      parts[#parts + 1] = { literal = table.concat(literal) }
-    end
+    if table.concat(literal) ~= "" then parts[#parts + 1] = { literal = table.concat(literal) } end
     literal = {}
     parts[#parts + 1] = { variable = name, position = dollar }
     at = after
@@ -100,17 +98,15 @@ local function describe(elements, index)
   return element.label
 end
 
--- Compiles scanner elements (nginx/scanner.lua) into { scan, reason,
--- elements, produces }; apache.lua builds on this too. options as above;
--- escape may also be "apache".
+-- Compiles scanner elements (nginx/scanner.lua) into { scan, reason };
+-- apache.lua builds on this too. options as above; escape may also be
+-- "apache".
 function nginx.build(elements, options)
   local mode = options.escape or "default"
   if not ABSENT[mode] then
     error(format('nginx: escape must be "default", "json" or "none", not "%s"', tostring(mode)), 0)
   end
-  local produces = {}
   for _, element in ipairs(elements) do
-    if element.field then produces[element.field] = true end
     if element.time then
       element.time = strptime.compile(element.time, { tz = options.tz, byte = options.reader.byte })
     end
@@ -123,7 +119,7 @@ function nginx.build(elements, options)
     integers = options.integers, reader = options.reader,
   })
   return {
-    scan = scan, elements = elements, produces = produces,
+    scan = scan,
     reason = function(at, index)
       return format("record does not match the log format: expected %s at byte %d",
                     describe(elements, index), at)

@@ -8,7 +8,7 @@
 --               "UTC" (default), "Europe/Berlin", "+01:00"
 --   integers    true: integer fields (%>s, %b, %D, ...) are INTEGER fields
 --               (value_type 2); default false: numbers (DOUBLE), which
---               inject_message takes faster
+--               inject_message takes in half the CPU
 --   message_type  the messages' Type (default "apache")
 --   hostname    the messages' Hostname
 --
