@@ -103,7 +103,7 @@ local function grok_grammar(items, tail, greedy_last)
     else
       p = library[item.name]
     end
-    if item.field then p = Cg(C(p), item.field) end
+    if item.field then p = Cg(p, item.field) end   -- a group without captures: its text
     rules[tostring(k)] = p * rest
   end
   return P(rules)
