@@ -24,7 +24,7 @@ local re = require "pattern_decoder.re"
 local library = require "pattern_decoder.library"
 local fields = require "fields"
 
-local P, C, Cg, Ct, Cp, Cmt, V = lpeg.P, lpeg.C, lpeg.Cg, lpeg.Ct, lpeg.Cp, lpeg.Cmt, lpeg.V
+local P, Cg, Ct, Cp, Cmt, V = lpeg.P, lpeg.Cg, lpeg.Ct, lpeg.Cp, lpeg.Cmt, lpeg.V
 local match = lpeg.match
 local find, sub, format = string.find, string.sub, string.format
 local pairs, tonumber, type, pcall = pairs, tonumber, type, pcall
