@@ -18,9 +18,19 @@ KIND and what varies per line:
          (/api/v1/<resource of 12>/<id>?page=<n>), status (200 85%, 304, 404,
          500, 502), size (0-99,999), referrer (one of 50, or "-") and user
          agent (one of 8).
+  json   JSON lines as structured loggers write them: time (RFC 3339 with ms,
+         one second per 50 lines), level (info 70%, debug, warn, error),
+         logger (one of 6), pid (one of 50), msg of 3-10 words, a nested
+         req object (method, path of 12 resources, status, duration_ms)
+         in 80% of lines, tags (1-3 of 5) in 30%, and escapes (a quoted word,
+         a tab, an e-acute) in 10%.
+  logfmt the same events in logfmt: time, level, logger, pid, msg quoted,
+         req.method, req.path, req.status, req.duration_ms as pairs, a bare
+         flag (cached) in 20%, an escaped quote in 10%.
 --repeated writes the kind's first line N times instead, for comparison
 only: it is not what real logs look like.
 """
+import json
 import random
 import sys
 
@@ -90,10 +100,58 @@ def nginx(i, r):
         r.randrange(100000), ref, agent)
 
 
+LEVELS = ("info",) * 7 + ("debug", "warn", "error")
+LOGGERS = ("http", "db.pool", "auth", "cache", "scheduler", "billing.worker")
+RESOURCES = ("users", "orders", "items", "carts", "sessions", "payments", "reviews",
+             "stock", "search", "images", "invoices", "events")
+
+
+def structured(i, r):
+    """The event json and logfmt lines write: (pairs, tags)."""
+    s = 1704164645 + i // 50
+    msg = " ".join(r.choice(WORDS) for _ in range(r.randint(3, 10)))
+    if r.random() < 0.1:
+        msg += ' "quoted"\tcaf\u00e9'   # written as the escapes \" \t \u00e9
+    event = [("time", "2024-01-%02dT%02d:%02d:%02d.%03dZ" % (
+                 2 + s // 86400 % 28, s // 3600 % 24, s // 60 % 60, s % 60, r.randrange(1000))),
+             ("level", r.choice(LEVELS)), ("logger", r.choice(LOGGERS)),
+             ("pid", 1000 + r.randrange(50)), ("msg", msg)]
+    if r.random() < 0.8:
+        event.append(("req", [("method", "GET" if r.random() < 0.8 else "POST"),
+                              ("path", "/api/v1/%s/%d" % (r.choice(RESOURCES), r.randrange(100000))),
+                              ("status", 200 if r.random() < 0.9 else r.choice((404, 500))),
+                              ("duration_ms", round(r.random() * 500, 3))]))
+    tags = r.sample(("prod", "eu", "canary", "v2", "retry"), r.randint(1, 3)) if r.random() < 0.3 else None
+    return event, tags
+
+
+def json_line(i, r):
+    event, tags = structured(i, r)
+    if tags:
+        event.append(("tags", tags))
+    nested = lambda v: dict(v) if isinstance(v, list) and isinstance(v[0], tuple) else v
+    return json.dumps({k: nested(v) for k, v in event}, separators=(",", ":"))
+
+
+def logfmt_line(i, r):
+    def pairs(prefix, event):
+        for k, v in event:
+            if isinstance(v, list):
+                yield from pairs(prefix + k + ".", v)
+            elif isinstance(v, str) and (" " in v or '"' in v):
+                yield '%s%s=%s' % (prefix, k, json.dumps(v))
+            else:
+                yield "%s%s=%s" % (prefix, k, v)
+    event, _ = structured(i, r)
+    line = " ".join(pairs("", event))
+    return line + " cached" if r.random() < 0.2 else line
+
+
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("w1", "w3", "nginx"):
+    kinds = {"w1": w1, "w3": w3, "nginx": nginx, "json": json_line, "logfmt": logfmt_line}
+    if len(sys.argv) < 4 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
-    make = {"w1": w1, "w3": w3, "nginx": nginx}[sys.argv[1]]
+    make = kinds[sys.argv[1]]
     n, path = int(sys.argv[2]), sys.argv[3]
     r = random.Random(20261123)
     with open(path, "w") as f:
