@@ -20,7 +20,7 @@
 --         as %NAME; anonymous captures are ignored.
 
 local lpeg = require "lpeg"
-local re = require "pattern_decoder.re"
+local re = require "re"
 local library = require "pattern_decoder.library"
 local fields = require "fields"
 

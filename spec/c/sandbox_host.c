@@ -55,7 +55,8 @@ static sandbox *load(sandbox_kind kind, const char *file, const char *settings,
   sandbox_config cfg = {
     .name = kind == SANDBOX_DECODER ? "decoder" : "encoder",
     .filename = file, .kind = kind, .settings = settings,
-    .module_dirs = LUMBERJIT_MODULE_DIR, .log = on_log
+    .module_dirs = LUMBERJIT_MODULE_DIR ";" LUMBERJIT_BUILT_MODULES_DIR,
+    .log = on_log
   };
   char err[2048];
   sandbox *sb;

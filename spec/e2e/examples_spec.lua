@@ -155,3 +155,32 @@ describe("examples/benchmark.lua", function()
     run.cleanup(r.dir)
   end)
 end)
+
+describe("examples/nginx-to-json.lua", function()
+  it("tails an nginx access log into typed JSON, the stranger dead-lettered", function()
+    local dir = run.tmpdir()
+    os.execute("cd " .. run.quote(dir) .. " && mkdir -p logs state && cp "
+      .. run.quote(run.root .. "/examples/data/access.log") .. " logs/access.log")
+    run.for_seconds(dir, run.root .. "/examples/nginx-to-json.lua", 1)
+    local docs = {}
+    for _, line in ipairs(run.lines(run.read(dir .. "/access.json"))) do
+      docs[#docs + 1] = cjson.decode(line)
+    end
+    assert.are.equal(4, #docs)
+    local first = docs[1]
+    assert.are.equal("2026-11-26T19:41:08.000Z", first["@timestamp"])
+    assert.are.equal("GET", first.request_method)
+    assert.are.equal("/api/v1/users/42?page=2", first.request_uri)
+    assert.are.equal(200, first.status)
+    assert.are.equal(5120, first.body_bytes_sent)
+    assert.are.equal(0.012, first.request_time)
+    assert.is_nil(first.remote_user)             -- "-": absent
+    assert.are.equal("alice", docs[2].remote_user)
+    assert.are.equal('/missing"quote', docs[3].request_uri) -- \x22 undone
+    assert.are.same({ 30, 0.002 }, docs[4].upstream_response_time)
+    local dead = cjson.decode(run.read(dir .. "/nginx.dead-letter.log"))
+    assert.are.equal("this line is not nginx's", dead.payload)
+    assert.matches("does not match the log format", dead.reason)
+    run.cleanup(dir)
+  end)
+end)

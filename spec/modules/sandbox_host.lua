@@ -260,7 +260,9 @@ function Decoder:decode(record)
     rc, err = outcome(status, "decoder")
   end
   assert(process:line() == "end", "sandbox_host: expected the end of a reply")
-  self.window = { process.started * 1e9, (os.time() + 1) * 1e9 }
+  -- os.time() may read a coarse clock, a few ms behind the one the sandbox
+  -- stamps with: a second's slack either side.
+  self.window = { (process.started - 1) * 1e9, (os.time() + 2) * 1e9 }
   return rc, err, messages
 end
 

@@ -2,8 +2,9 @@
  * data_dir.c - data_dir.h's two folders, looked up once.
  *
  * CMake defines LUMBERJIT_DATA_FROM_BIN, the install tree's data folder
- * relative to its bin folder ("../share/lumberjit"), and LUMBERJIT_SOURCE_DIR,
- * the source tree. A symlink to the binary counts as the binary:
+ * relative to its bin folder ("../share/lumberjit"), LUMBERJIT_SOURCE_DIR,
+ * the source tree, and LUMBERJIT_BUILT_MODULES_DIR, the modules the build
+ * makes (LPeg's re.lua, patched). A symlink to the binary counts as the binary:
  * /proc/self/exe names its target.
  */
 #define _XOPEN_SOURCE 700 /* realpath() is an XSI function */
@@ -59,7 +60,8 @@ static void find_dirs(void)
     snprintf(modules_dir, sizeof modules_dir, "%s/lua_modules", data);
   } else {
     snprintf(sandbox_dir, sizeof sandbox_dir, "%s/sandbox", LUMBERJIT_SOURCE_DIR);
-    snprintf(modules_dir, sizeof modules_dir, "%s/lua_modules", LUMBERJIT_SOURCE_DIR);
+    snprintf(modules_dir, sizeof modules_dir, "%s/lua_modules;%s",
+             LUMBERJIT_SOURCE_DIR, LUMBERJIT_BUILT_MODULES_DIR);
   }
 }
 
