@@ -76,6 +76,25 @@ end
     assert.are.equal("200 10", r.out[200])
   end)
 
+  -- Before: `for k, v in next, t` compiled to the same never-ending loop,
+  -- and every record failed on the CPU limit.
+  it("runs a loop over next the JIT compiles, record after record", function()
+    local input = {}
+    for i = 1, 200 do input[i] = tostring(i) end
+    local r = decode([[
+local t = {} for i = 1, 10 do t["k" .. i] = i end
+function process_message(line)
+  local n = 0
+  for _, v in next, t do n = n + v end
+  inject_message({Payload = line .. " " .. n})
+end
+]], table.concat(input, "\n") .. "\n")
+    assert.are.equal(0, r.status)
+    assert.are.equal(0, #r.dead)
+    assert.are.equal(200, #r.out)
+    assert.are.equal("200 55", r.out[200])
+  end)
+
   -- Before: a finalizer runs with hooks off; one on LPeg's shared pattern
   -- metatable could loop for ever.
   it("keeps LPeg's pattern metatable out of reach", function()

@@ -253,10 +253,12 @@ static int sandbox_print(lua_State *L)
  * the stack where it was raised); an error in it gives "error in error
  * handling", as in Lua.
  *
- * pairs returns a Lua step function rather than next itself: with
- * LUAJIT_ENABLE_CHECKHOOK, a loop over next that the JIT compiles (BC_ITERN)
- * never ends (LuaJIT issue #754), so a plugin doing nothing wrong would
- * lose its records to the CPU limit. The loop then runs as ITERC. */
+ * pairs returns a Lua step function rather than next itself, and the
+ * global next is that function too: with LUAJIT_ENABLE_CHECKHOOK, a loop
+ * over the builtin next that the JIT compiles (BC_ITERN, which `for k, v
+ * in next, t` and pairs both make) never ends (LuaJIT issue #754), so a
+ * plugin doing nothing wrong would lose its records to the CPU limit. The
+ * loop then runs as ITERC. */
 static const char prelude[] =
   "local load, error, pcall = load, error, pcall\n"
   "local function xpcall_result(handler, ok, ...)\n"
@@ -269,6 +271,7 @@ static const char prelude[] =
   "end\n"
   "local next = next\n"
   "local function step(t, k) return next(t, k) end\n"
+  "_G.next = step\n"
   "_G.pairs = function(t) return step, t, nil end\n"
   "_G.load = function(chunk, chunkname, mode, env)\n"
   "  if mode ~= nil and mode ~= 't' then\n"
