@@ -32,15 +32,6 @@ typedef struct {
   int line;
 } written_file;
 
-/* The directory a path is in. */
-static char *parent_dir(const char *path)
-{
-  const char *slash = strrchr(path, '/');
-
-  return slash == path ? strdup("/")
-       : slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-}
-
 static int check_written(loader *ld, const char *who, const char *key,
                          int line, written_file *w)
 {
@@ -54,7 +45,7 @@ static int check_written(loader *ld, const char *who, const char *key,
              "(key '%s')", who, w->path, key)
       : 0;
   err = errno;
-  if (!(dir = parent_dir(w->path))) return cfg_fail(ld, line, "out of memory");
+  if (!(dir = cfg_parent_dir(w->path))) return cfg_fail(ld, line, "out of memory");
   if (err != ENOENT)
     rc = cfg_fail(ld, line, "%s: cannot open %s for appending: %s (key '%s')",
               who, w->path, strerror(err), key);
@@ -126,7 +117,7 @@ static int check_state_dir(loader *ld, const char *path)
   if (errno != ENOENT)
     return cfg_fail(ld, line, "global settings 'lumberjit': key 'state_dir': "
                     "%s: %s", path, strerror(errno));
-  if (!(dir = parent_dir(path))) return cfg_fail(ld, line, "out of memory");
+  if (!(dir = cfg_parent_dir(path))) return cfg_fail(ld, line, "out of memory");
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
     rc = cfg_fail(ld, line, "global settings 'lumberjit': key 'state_dir' "
                   "names %s, which does not exist, and neither does its "

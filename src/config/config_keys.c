@@ -14,6 +14,24 @@
 const char *const config_role_names[] = {"input", "decoder", "encoder",
                                          "output", "filter"};
 
+/* ---- paths ---- */
+
+char *cfg_join_path(const char *dir, const char *name)
+{
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s/%s", dir, name);
+  return s;
+}
+
+char *cfg_parent_dir(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+
+  return slash == path ? strdup("/")
+       : slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+}
+
 /* ---- line numbers from the source text ---- */
 
 /* The 1-based line, at or after `from`, that starts with `key =` (also
@@ -42,10 +60,22 @@ int cfg_key_line(const char *text, const char *key, int from)
   return from;
 }
 
+const config_source *cfg_source_at(const loader *ld, int line)
+{
+  size_t i = ld->nsources;
+
+  while (i > 1 && ld->sources[i - 1].first_line > line) i--;
+  return &ld->sources[i - 1];
+}
+
 int cfg_fail(loader *ld, int line, const char *fmt, ...)
 {
+  const config_source *src = line > 0 && ld->nsources
+      ? cfg_source_at(ld, line) : NULL;
   va_list ap;
-  int n = snprintf(ld->err, ld->errlen, "%s:%d: ", ld->file, line);
+  int n = src ? snprintf(ld->err, ld->errlen, "%s:%d: ", src->path,
+                         line - src->first_line + 1)
+              : snprintf(ld->err, ld->errlen, "%s:%d: ", ld->file, line);
 
   va_start(ap, fmt);
   if (n >= 0 && (size_t)n < ld->errlen)
