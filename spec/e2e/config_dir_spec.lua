@@ -24,10 +24,10 @@ local function lumberjit(dir, args, input)
 end
 
 local APP = {
+  -- Its last line has no newline: the next file's lines are its own.
   ["10-inputs.lua"] = [[
 -- one file per application
-app = { type = "stdin_input", decoder = "upper" }
-]],
+app = { type = "stdin_input", decoder = "upper" }]],
   ["20-decoders.lua"] = [[
 upper = { type = "decoder",
   filename = "plugins/upper.lua" }

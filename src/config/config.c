@@ -120,7 +120,7 @@ static int check_ref(loader *ld, const config *cfg, const config_plugin *p,
                      const char *key, const char *name, config_role role)
 {
   if (!name || config_find(cfg, name, role)) return 0;
-  return cfg_fail(ld, cfg_key_line(ld->text, key, p->line),
+  return cfg_fail(ld, cfg_key_line(ld, key, p->line),
               "%s '%s': key '%s' names '%s', which is no %s in the "
               "configuration",
               config_role_names[p->role], p->name, key, name, config_role_names[role]);
@@ -154,13 +154,13 @@ static int check_references(loader *ld, const config *cfg)
   if (cfg->dead_letter_output) {
     dl = config_find(cfg, cfg->dead_letter_output, PLUGIN_OUTPUT);
     if (!dl)
-      return cfg_fail(ld, cfg_key_line(ld->text, "dead_letter_output",
+      return cfg_fail(ld, cfg_key_line(ld, "dead_letter_output",
                                        ld->globals_line),
                   "global settings 'lumberjit': key 'dead_letter_output' "
                   "names '%s', which is not an output in the configuration",
                   cfg->dead_letter_output);
     if (dl->type->flags & PLUGIN_NO_DEAD_LETTERS)
-      return cfg_fail(ld, cfg_key_line(ld->text, "dead_letter_output",
+      return cfg_fail(ld, cfg_key_line(ld, "dead_letter_output",
                                        ld->globals_line),
                   "global settings 'lumberjit': key 'dead_letter_output' "
                   "names %s '%s': dead letters go to a file or "
@@ -331,7 +331,7 @@ static int read_file_globals(loader *ld, config *cfg, int base_table,
     }
     lua_pop(L, 1);
     name = lua_tostring(L, -2);
-    line = cfg_key_line(ld->text, name, owner_first_line(ld, owners, -2));
+    line = cfg_key_line(ld, name, owner_first_line(ld, owners, -2));
     if (lua_type(L, -1) != LUA_TTABLE)
       return cfg_fail(ld, line, "global '%s' is a %s; a plugin is a table with a "
                   "type (use local for helper values)", name,
@@ -345,7 +345,7 @@ static int read_file_globals(loader *ld, config *cfg, int base_table,
     if (lua_type(L, -1) == LUA_TSTRING)
       ti = config_type_find(ld->types, lua_tostring(L, -1));
     if (!ti) {
-      int kline = cfg_key_line(ld->text, "type", line);
+      int kline = cfg_key_line(ld, "type", line);
       char names[512] = "";
       for (const plugin_type *const *t = ld->types; *t; t++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
@@ -455,12 +455,12 @@ static int claim_globals(loader *ld, size_t src, int base_table, int owners,
     }
     if (!skip) {
       const char *name = lua_tostring(L, -2);
-      int line = cfg_key_line(ld->text, name, ld->sources[src].first_line);
+      int line = cfg_key_line(ld, name, ld->sources[src].first_line);
       lua_pushvalue(L, -2);
       lua_rawget(L, owners);
       if (!lua_isnil(L, -1)) {
         const config_source *was = &ld->sources[(size_t)lua_tointeger(L, -1)];
-        int wline = cfg_key_line(ld->text, name, was->first_line);
+        int wline = cfg_key_line(ld, name, was->first_line);
         return cfg_fail(ld, line, "'%s' is defined in %s:%d already: each "
                         "global is defined by one file of the directory",
                         name, was->path, wline - was->first_line + 1);
@@ -576,10 +576,11 @@ static int read_source(loader *ld, const char *path)
   *src = (config_source){.path = strdup(path), .offset = ld->text_len,
                          .len = len, .first_line = 1};
   if (!src->path) return cfg_fail(ld, 0, "out of memory");
+  ld->file = src->path;
   if (ld->nsources > 0) {
     const config_source *prev = src - 1;
     src->first_line = prev->first_line;
-    for (size_t i = prev->offset; i < prev->offset + prev->len; i++)
+    for (size_t i = prev->offset; i < src->offset; i++)
       src->first_line += ld->text[i] == '\n';
   }
   ld->nsources++;
@@ -639,6 +640,7 @@ static int read_sources(loader *ld, const char *path)
     free(names[i]);
   }
   free(names);
+  ld->file = path; /* not the file just freed */
   return rc;
 }
 

@@ -104,7 +104,7 @@ static int check_read(loader *ld, const config_plugin *p, const char *path,
  * checkpoint.h), in a directory that must. */
 static int check_state_dir(loader *ld, const char *path)
 {
-  int line = ld->globals_line ? cfg_key_line(ld->text, "state_dir",
+  int line = ld->globals_line ? cfg_key_line(ld, "state_dir",
                                              ld->globals_line) : 1;
   struct stat st;
   char *dir;
@@ -142,7 +142,7 @@ int config_check_files(loader *ld, const config *cfg)
     snprintf(who, sizeof who, "output '%s'", p->name);
     snprintf(w[nw].writer, sizeof w[nw].writer, "%s", who);
     w[nw].path = p->type->writes_file(p);
-    w[nw].line = cfg_key_line(ld->text, "path", p->line);
+    w[nw].line = cfg_key_line(ld, "path", p->line);
     rc = check_written(ld, who, "path", w[nw].line, &w[nw]);
     nw++;
   }
@@ -150,7 +150,7 @@ int config_check_files(loader *ld, const config *cfg)
     snprintf(w[nw].what, sizeof w[nw].what, "the dead-letter file");
     snprintf(w[nw].writer, sizeof w[nw].writer, "the dead-letter path");
     w[nw].path = cfg->dead_letter_path;
-    w[nw].line = ld->globals_line ? cfg_key_line(ld->text, "dead_letter_path",
+    w[nw].line = ld->globals_line ? cfg_key_line(ld, "dead_letter_path",
                                                  ld->globals_line) : 1;
     rc = check_written(ld, "global settings 'lumberjit'", "dead_letter_path",
                        w[nw].line, &w[nw]);
@@ -160,7 +160,7 @@ int config_check_files(loader *ld, const config *cfg)
   if (rc == 0 && cfg->state_dir) rc = check_state_dir(ld, cfg->state_dir);
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
-    int line = cfg_key_line(ld->text, "path", p->line);
+    int line = cfg_key_line(ld, "path", p->line);
     const char *path;
     struct stat st;
     if (!p->type->reads_file) continue;

@@ -34,15 +34,19 @@ char *cfg_parent_dir(const char *path)
 
 /* ---- line numbers from the source text ---- */
 
-/* The 1-based line, at or after `from`, that starts with `key =` (also
- * `["key"] =`); `from` when there is none. */
-int cfg_key_line(const char *text, const char *key, int from)
+/* The line, at or after `from` and in its source, that starts with `key =`
+ * (also `["key"] =`); `from` when there is none. */
+int cfg_key_line(const loader *ld, const char *key, int from)
 {
+  const config_source *src = cfg_source_at(ld, from);
+  const char *p = ld->text + src->offset, *end = p + src->len;
   size_t klen = strlen(key);
-  int line = 1;
+  int line = src->first_line;
 
-  for (const char *p = text; *p; line++) {
-    const char *eol = strchr(p, '\n');
+  /* Each source's last line ends with '\n' (config.c), so no compare runs
+   * into the next one. */
+  for (; p < end; line++) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
     const char *s = p;
     if (line >= from) {
       while (*s == ' ' || *s == '\t' || *s == '{' || *s == ',') s++;
@@ -106,7 +110,7 @@ int cfg_key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  return cfg_fail(c->ld, cfg_key_line(c->ld->text, key, c->p->line),
+  return cfg_fail(c->ld, cfg_key_line(c->ld, key, c->p->line),
               "%s: key '%s' %s", table_label(c, label, sizeof label), key, what);
 }
 

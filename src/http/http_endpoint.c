@@ -43,7 +43,7 @@ static void answer(void *ud, const char *path, bool read, http_response *res)
   } else if (!e->pl) {
     res->status = 503;
     res->content_type = JSON_TYPE;
-    ok = buf_append_str(&res->body, "{\"status\":\"starting\"}\n");
+    ok = buf_append_str(&res->body, "{\"status\":\"not running\"}\n");
   } else {
     st = pipeline_snapshot(e->pl);
     switch (route) {

@@ -15,7 +15,7 @@
  * It lives beside the pipeline, not in it: the cli starts it once and
  * points it at the pipeline that runs (http_endpoint_serve), so that a
  * reload can point it at the next one and the port stays open. With none
- * it answers 503.
+ * (while the run ends) it answers 503, {"status":"not running"}.
  */
 #ifndef LUMBERJIT_HTTP_ENDPOINT_H
 #define LUMBERJIT_HTTP_ENDPOINT_H

@@ -66,9 +66,9 @@ struct plugin_ctx {
 char *cfg_join_path(const char *dir, const char *name);
 char *cfg_parent_dir(const char *path);
 
-/* The 1-based line, at or after `from`, that starts with `key =` (also
- * `["key"] =`); `from` when there is none. */
-int cfg_key_line(const char *text, const char *key, int from);
+/* The line, at or after `from` and in its source, that starts with `key =`
+ * (also `["key"] =`); `from` when there is none. */
+int cfg_key_line(const loader *ld, const char *key, int from);
 /* Sets the error "FILE:LINE: ..." and returns -1. */
 int cfg_fail(loader *ld, int line, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
