@@ -368,6 +368,7 @@ static void on_connection(uv_stream_t *l, int status)
   if (uv_timer_init(loop, &c->timer) != 0) {
     c->closing = true;
     uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+    turn_away(srv); /* the listener waits until this one is taken */
     return;
   }
   c->handles = 2;
