@@ -158,7 +158,7 @@ out = { type = "elasticsearch_output", message_matcher = "TRUE" }
 stdin = { type = "stdin_input", decoder = "nope" }
 out = { type = "stdout_output", message_matcher = "TRUE" }
 ]])
-    assert.matches("config.lua:1: input 'stdin': key 'decoder' names 'nope', which is not a decoder", r.stderr)
+    assert.matches("config.lua:1: input 'stdin': key 'decoder' names 'nope', which is no decoder", r.stderr)
   end)
 
   it("reports Lua syntax and runtime errors with their line", function()
@@ -301,11 +301,11 @@ describe("configuration errors", function()
     end
   end)
 
-  it("refuses a configuration path that is a directory or a FIFO, without blocking", function()
+  it("refuses a configuration directory without *.lua files, and a FIFO, without blocking", function()
     local dir = make_dir("", {}, "mkdir conf.d && mkfifo fifo.lua")
     local r = run_in(dir, "--check -c conf.d")
     assert.are.equal(1, r.status)
-    assert.are.equal("lumberjit: conf.d: the configuration file is a directory, not a regular file\n", r.stderr)
+    assert.are.equal("lumberjit: conf.d: the configuration directory has no *.lua file\n", r.stderr)
     r = run_in(dir, "--check -c fifo.lua")
     assert.are.equal(1, r.status)
     assert.are.equal("lumberjit: fifo.lua: the configuration file is a FIFO, not a regular file\n", r.stderr)
@@ -340,7 +340,7 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     assert.are.equal(1, r.status)
     assert.are.equal("lumberjit: config.lua:3: global settings 'lumberjit': key 'colour' is unknown " ..
       "(known: dead_letter_path, dead_letter_max_bytes, dead_letter_keep, dead_letter_output, watchdog_interval_ms, stop_timeout_ms, state_dir, checkpoint_interval_ms, memory_budget, workers, "
-      .. "metrics_path, metrics_interval_ms, stats_interval_ms)\n", r.stderr)
+      .. "metrics_path, metrics_interval_ms, stats_interval_ms, log_level, http_address, health_paused_ms)\n", r.stderr)
     r = check([[
 lumberjit = { watchdog_interval_ms = 0 }
 stdin = { type = "stdin_input" }

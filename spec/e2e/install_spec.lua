@@ -46,9 +46,13 @@ describe("cmake --install", function()
     assert.are.equal(0, status, out)
     for _, path in ipairs{"bin/lumberjit", "share/lumberjit/sandbox/decoders/rsyslog.lua",
         "share/lumberjit/lua_modules/rsyslog.lua", "share/man/man1/lumberjit.1",
-        "share/doc/lumberjit/LICENSE", "share/doc/lumberjit/examples/stdin-syslog-json.lua"} do
+        "share/doc/lumberjit/LICENSE", "share/doc/lumberjit/examples/stdin-syslog-json.lua",
+        "lib/systemd/system/lumberjit.service"} do
       assert.is_truthy(run.read(prefix .. "/" .. path), path)
     end
+    -- The unit runs the binary it was installed with.
+    assert.truthy(run.read(prefix .. "/lib/systemd/system/lumberjit.service"):find(
+      "\nExecStart=" .. prefix .. "/bin/lumberjit -c /etc/lumberjit/conf.d\n", 1, true))
     os.execute("mkdir " .. q(cwd))
     assert_example_runs(prefix, prefix .. "/share/doc/lumberjit", cwd)
 
@@ -84,13 +88,14 @@ describe("cpack -G DEB", function()
     -- By hand: the symbols are older than the matcher's PCRE2_MATCH_INVALID_UTF.
     assert.matches("libpcre2%-8%-0 %(>= 10%.34%)", depends)
     -- Found by dpkg-shlibdeps in the binary's links.
-    for _, package in ipairs{"libc6", "libuv1", "libssl3", "zlib1g", "libpcre2%-8%-0"} do
+    for _, package in ipairs{"libc6", "libuv1", "libssl3", "zlib1g", "libpcre2%-8%-0", "libhttp%-parser2%.9"} do
       assert.matches(package .. " %(>= [^)]+%)", depends)
     end
     local _, contents = sh("dpkg-deb -c " .. q(deb))
     for _, path in ipairs{"./usr/bin/lumberjit", "./usr/share/lumberjit/sandbox/encoders/json.lua",
         "./usr/share/lumberjit/lua_modules/syslog.lua", "./usr/share/man/man1/lumberjit.1",
-        "./usr/share/doc/lumberjit/examples/stdin-syslog-json.lua"} do
+        "./usr/share/doc/lumberjit/examples/stdin-syslog-json.lua",
+        "./usr/lib/systemd/system/lumberjit.service"} do
       assert.truthy(contents:find(path, 1, true), path)
     end
     local root, cwd = dir .. "/root", dir .. "/elsewhere"

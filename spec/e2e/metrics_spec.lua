@@ -15,7 +15,7 @@ local function parse(text)
     if kind == "TYPE" then
       assert.is_nil(typed[name], "two TYPE lines for " .. name)
       typed[name] = line:match("^# TYPE %S+ (%a+)$")
-      assert.truthy(typed[name] == "counter" or typed[name] == "gauge", line)
+      assert.truthy(typed[name] == "counter" or typed[name] == "gauge" or typed[name] == "summary", line)
     elseif not kind then
       local key, value = line:match("^([%w_]+%b{}) (%S+)$")
       if not key then key, value = line:match("^([%w_]+) (%S+)$") end

@@ -23,10 +23,12 @@
 #include "config.h"
 #include "fd_limit.h"
 #include "help.h"
+#include "http_endpoint.h"
 #include "log.h"
 #include "pipeline.h"
 #include "registry.h"
 #include "signals.h"
+#include "systemd_notify.h"
 #include "try.h"
 #include "version.h"
 
@@ -37,7 +39,9 @@ static const char usage[] =
   "\n"
   "A log collector whose decoders and encoders are sandboxed LuaJIT scripts.\n"
   "\n"
-  "  -c, --config FILE  the configuration file (Lua tables; see README.md)\n"
+  "  -c, --config FILE  the configuration file (Lua tables; see README.md), or\n"
+  "                     a directory whose *.lua files, in name order, are one\n"
+  "                     configuration\n"
   "      --check        validate the configuration and its plugins, then exit\n"
   "      --try DECODER  run only the decoder DECODER of FILE on each line of the\n"
   "                     SAMPLE files (none or -: standard input) and print every\n"
@@ -82,7 +86,7 @@ static int check_stdio(const config *cfg, const bool closed[3])
     if ((reads && closed[0]) ||
         ((p->type->flags & PLUGIN_STDOUT) && closed[1])) {
       fprintf(stderr, "lumberjit: %s:%d: %s '%s' uses standard %s, which "
-              "is closed\n", cfg->file, p->line, reads ? "input" : "output",
+              "is closed\n", p->file, p->line, reads ? "input" : "output",
               p->name, reads ? "input" : "output");
       return -1;
     }
@@ -90,10 +94,69 @@ static int check_stdio(const config *cfg, const bool closed[3])
   return 0;
 }
 
+/* What outlives a pipeline: the HTTP endpoint and systemd's notices are
+ * the process's, and a reload will hand them the next pipeline. */
+typedef struct {
+  pipeline *pl;
+  http_endpoint *http;
+} service;
+
+static void on_started(void *ud)
+{
+  service *svc = ud;
+
+  /* Past here a failed start is the run's status, not systemd's: the
+   * inputs that started are read. */
+  systemd_notifyf("READY=1\nSTATUS=running: %zu inputs",
+                  pipeline_snapshot(svc->pl)->ninputs);
+}
+
+static void on_stopping(void *ud, const char *why)
+{
+  (void)ud;
+  systemd_notifyf("STOPPING=1\nSTATUS=stopping%s%s", why ? ": " : "",
+                  why ? why : "");
+}
+
+/* Runs the collector the config describes, with its endpoint and
+ * systemd's notices; returns the exit status. */
+static int serve(const config *cfg)
+{
+  service svc = {0};
+  pipeline_hooks hooks = {on_started, on_stopping, &svc};
+  char err[2048];
+  int status, rc;
+
+  if (cfg->http_address &&
+      !(svc.http = http_endpoint_start(uv_default_loop(), cfg->http_address,
+                                       err, sizeof err))) {
+    fprintf(stderr, "lumberjit: %s\n", err);
+    return 1;
+  }
+  svc.pl = pipeline_create(cfg, uv_default_loop(), err, sizeof err);
+  if (!svc.pl) {
+    fprintf(stderr, "lumberjit: %s\n", err);
+    http_endpoint_close(svc.http);
+    return 1;
+  }
+  if ((rc = systemd_watchdog_start(uv_default_loop())) != 0)
+    log_warning("systemd watchdog: %s; no WATCHDOG=1 pings", uv_strerror(rc));
+  if (svc.http) http_endpoint_serve(svc.http, svc.pl, cfg->health_paused_ms);
+  pipeline_set_hooks(svc.pl, &hooks);
+  status = pipeline_run(svc.pl);
+  /* The inputs may also have just ended: systemd hears the stop either way. */
+  systemd_notify("STOPPING=1");
+  if (svc.http) http_endpoint_serve(svc.http, NULL, 0);
+  if (pipeline_destroy(svc.pl) != 0) status = 1;
+  http_endpoint_close(svc.http);
+  return status;
+}
+
 /* Closes the signal handles and the loop; returns the exit status. */
 static int finish(int status)
 {
   signals_close();
+  systemd_notify_close();
   uv_run(uv_default_loop(), UV_RUN_NOWAIT);
   uv_loop_close(uv_default_loop());
   return status;
@@ -120,9 +183,9 @@ int main(int argc, char **argv)
   char err[2048];
   bool closed[3];
   config cfg;
-  pipeline *pl;
 
   occupy_closed_stdio(closed);
+  log_detect_journal();
   fd_limit_raise();
   if (signals_start(uv_default_loop()) != 0) {
     fputs("lumberjit: cannot install signal handlers\n", stderr);
@@ -189,6 +252,7 @@ int main(int argc, char **argv)
     config_free(&cfg);
     return 1;
   }
+  log_set_level((log_level)cfg.log_level);
   if (check) {
     status = pipeline_check(&cfg, err, sizeof err);
     if (status == 0)
@@ -198,14 +262,7 @@ int main(int argc, char **argv)
     config_free(&cfg);
     return status ? 1 : 0;
   }
-  pl = pipeline_create(&cfg, uv_default_loop(), err, sizeof err);
-  if (pl) {
-    status = pipeline_run(pl);
-  } else {
-    fprintf(stderr, "lumberjit: %s\n", err);
-    status = 1;
-  }
-  if (pipeline_destroy(pl) != 0) status = 1;
+  status = serve(&cfg);
   config_free(&cfg);
   return finish(status);
 }

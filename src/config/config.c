@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@
 #include <luajit.h>
 
 #include "config_internal.h"
+#include "host_port.h"
+#include "log.h"
 #include "pattern.h"
 
 #define CONFIG_INSTRUCTION_BUDGET 10000000
@@ -77,6 +80,13 @@ static const config_key global_keys[] = {
   {"stats_interval_ms", KEY_COUNT, G(stats_interval_ms), "0", 0, 3600000,
    .help = "how often the log gets the run's figures (0: only at exit; else "
            "at least 100)"},
+  {"log_level", KEY_CHOICE, G(log_level), "info", .choices = log_level_names,
+   .help = "the least severe lines the log shows"},
+  {"http_address", KEY_STRING, G(http_address),
+   .help = "HOST:PORT the HTTP endpoint (/metrics, /health, /api/v1/stats) "
+           "listens on (none: no endpoint)"},
+  {"health_paused_ms", KEY_COUNT, G(health_paused_ms), "30000", 0, 3600000,
+   .help = "/health fails once the inputs are held this long (0: never)"},
   {NULL}
 };
 
@@ -91,11 +101,16 @@ static int read_globals(loader *ld, config *cfg, int line)
 {
   config_plugin g = {.name = "lumberjit", .line = line};
   plugin_ctx c = {ld, &g, NULL};
+  struct sockaddr_storage sa;
+  const char *why;
 
   ld->globals_line = line;
   if (cfg_read_keys(&c, global_keys, cfg) != 0) return -1;
   if (cfg->stats_interval_ms && cfg->stats_interval_ms < 100)
     return cfg_key_fail(&c, "stats_interval_ms", "must be 0 (none) or at least 100");
+  if (cfg->http_address &&
+      (why = host_port_parse(cfg->http_address, &sa)) != NULL)
+    return cfg_key_fail(&c, "http_address", "'%s': %s", cfg->http_address, why);
   return 0;
 }
 
@@ -105,8 +120,9 @@ static int check_ref(loader *ld, const config *cfg, const config_plugin *p,
                      const char *key, const char *name, config_role role)
 {
   if (!name || config_find(cfg, name, role)) return 0;
-  return cfg_fail(ld, cfg_key_line(ld->text, key, p->line),
-              "%s '%s': key '%s' names '%s', which is not a %s in this file",
+  return cfg_fail(ld, cfg_key_line(ld, key, p->line),
+              "%s '%s': key '%s' names '%s', which is no %s in the "
+              "configuration",
               config_role_names[p->role], p->name, key, name, config_role_names[role]);
 }
 
@@ -138,12 +154,14 @@ static int check_references(loader *ld, const config *cfg)
   if (cfg->dead_letter_output) {
     dl = config_find(cfg, cfg->dead_letter_output, PLUGIN_OUTPUT);
     if (!dl)
-      return cfg_fail(ld, cfg_key_line(ld->text, "dead_letter_output", 1),
+      return cfg_fail(ld, cfg_key_line(ld, "dead_letter_output",
+                                       ld->globals_line),
                   "global settings 'lumberjit': key 'dead_letter_output' "
-                  "names '%s', which is not an output in this file",
+                  "names '%s', which is not an output in the configuration",
                   cfg->dead_letter_output);
     if (dl->type->flags & PLUGIN_NO_DEAD_LETTERS)
-      return cfg_fail(ld, cfg_key_line(ld->text, "dead_letter_output", 1),
+      return cfg_fail(ld, cfg_key_line(ld, "dead_letter_output",
+                                       ld->globals_line),
                   "global settings 'lumberjit': key 'dead_letter_output' "
                   "names %s '%s': dead letters go to a file or "
                   "standard output", dl->type->name, cfg->dead_letter_output);
@@ -275,8 +293,25 @@ static int compare_line(const void *a, const void *b)
   return (pa->line > pb->line) - (pa->line < pb->line);
 }
 
-/* Reads every global the file set that the base environment lacks. */
-static int read_file_globals(loader *ld, config *cfg, int base_table)
+/* The first line of the source that owns the global whose name is at idx
+ * (1 when none does). */
+static int owner_first_line(loader *ld, int owners, int idx)
+{
+  lua_State *L = ld->L;
+  int line = 1;
+
+  lua_pushvalue(L, idx);
+  lua_rawget(L, owners);
+  if (lua_type(L, -1) == LUA_TNUMBER)
+    line = ld->sources[(size_t)lua_tointeger(L, -1)].first_line;
+  lua_pop(L, 1);
+  return line;
+}
+
+/* Reads every global the files set that the base environment lacks;
+ * owners maps each to the source that defined it (claim_globals). */
+static int read_file_globals(loader *ld, config *cfg, int base_table,
+                             int owners)
 {
   lua_State *L = ld->L;
   size_t cap = 0;
@@ -296,7 +331,7 @@ static int read_file_globals(loader *ld, config *cfg, int base_table)
     }
     lua_pop(L, 1);
     name = lua_tostring(L, -2);
-    line = cfg_key_line(ld->text, name, 1);
+    line = cfg_key_line(ld, name, owner_first_line(ld, owners, -2));
     if (lua_type(L, -1) != LUA_TTABLE)
       return cfg_fail(ld, line, "global '%s' is a %s; a plugin is a table with a "
                   "type (use local for helper values)", name,
@@ -310,7 +345,7 @@ static int read_file_globals(loader *ld, config *cfg, int base_table)
     if (lua_type(L, -1) == LUA_TSTRING)
       ti = config_type_find(ld->types, lua_tostring(L, -1));
     if (!ti) {
-      int kline = cfg_key_line(ld->text, "type", line);
+      int kline = cfg_key_line(ld, "type", line);
       char names[512] = "";
       for (const plugin_type *const *t = ld->types; *t; t++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
@@ -390,27 +425,68 @@ static int eval_fail(loader *ld)
   return -1;
 }
 
-static int evaluate(loader *ld, config *cfg, size_t len)
+/* ---- a file or a directory ----
+ *
+ * The sources run one after the other in one state. After each, every
+ * global that is new, or holds another value than before it ran, is
+ * claimed by that source: in owners (name -> source index) and values
+ * (name -> the value it claimed). A name another source claimed already
+ * is an error naming both: a file would otherwise replace another's plugin
+ * unseen.
+ */
+
+static int claim_globals(loader *ld, size_t src, int base_table, int owners,
+                         int values)
 {
   lua_State *L = ld->L;
-  int base_table;
 
-  luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
-  if (lua_cpcall(L, open_config_env, NULL) != 0)
-    return cfg_fail(ld, 0, "cannot prepare the configuration environment");
-  lua_register(L, "xpcall", config_xpcall);
-  /* Remember what the environment holds, to tell the file's globals. */
-  lua_newtable(L);
-  base_table = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, LUA_GLOBALSINDEX)) {
+    bool skip;
     lua_pushvalue(L, -2);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, base_table);
+    lua_rawget(L, base_table);
+    skip = !lua_isnil(L, -1) || lua_type(L, -3) != LUA_TSTRING;
+    lua_pop(L, 1);
+    if (!skip) {
+      lua_pushvalue(L, -2);
+      lua_rawget(L, values);
+      skip = lua_rawequal(L, -1, -2);
+      lua_pop(L, 1);
+    }
+    if (!skip) {
+      const char *name = lua_tostring(L, -2);
+      int line = cfg_key_line(ld, name, ld->sources[src].first_line);
+      lua_pushvalue(L, -2);
+      lua_rawget(L, owners);
+      if (!lua_isnil(L, -1)) {
+        const config_source *was = &ld->sources[(size_t)lua_tointeger(L, -1)];
+        int wline = cfg_key_line(ld, name, was->first_line);
+        return cfg_fail(ld, line, "'%s' is defined in %s:%d already: each "
+                        "global is defined by one file of the directory",
+                        name, was->path, wline - was->first_line + 1);
+      }
+      lua_pop(L, 1);
+      lua_pushvalue(L, -2);
+      lua_pushinteger(L, (lua_Integer)src);
+      lua_rawset(L, owners);
+      lua_pushvalue(L, -2);
+      lua_pushvalue(L, -2);
+      lua_rawset(L, values);
+    }
     lua_pop(L, 1);
   }
-  lua_pushfstring(L, "@%s", ld->file);
-  if (luaL_loadbufferx(L, ld->text, len, lua_tostring(L, -1), "t") != 0)
+  return 0;
+}
+
+/* Runs one source under the budget and the memory limit. */
+static int run_source(loader *ld, const config_source *src)
+{
+  lua_State *L = ld->L;
+
+  ld->file = src->path;
+  lua_pushfstring(L, "@%s", src->path);
+  if (luaL_loadbufferx(L, ld->text + src->offset, src->len,
+                       lua_tostring(L, -1), "t") != 0)
     return eval_fail(ld);
   lua_sethook(L, budget_hook, LUA_MASKCOUNT, CONFIG_INSTRUCTION_BUDGET);
   ld->mem_enforce = true;
@@ -420,7 +496,37 @@ static int evaluate(loader *ld, config *cfg, size_t len)
   ld->mem_enforce = false;
   lua_sethook(L, NULL, 0, 0);
   lua_pop(L, 1);
-  if (read_file_globals(ld, cfg, base_table) != 0) return -1;
+  return 0;
+}
+
+static int evaluate(loader *ld, config *cfg)
+{
+  lua_State *L = ld->L;
+  int base_table, owners, values;
+
+  luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | LUAJIT_MODE_OFF);
+  if (lua_cpcall(L, open_config_env, NULL) != 0)
+    return cfg_fail(ld, 0, "cannot prepare the configuration environment");
+  lua_register(L, "xpcall", config_xpcall);
+  /* Remember what the environment holds, to tell the files' globals. */
+  lua_newtable(L);
+  base_table = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, LUA_GLOBALSINDEX)) {
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, base_table);
+    lua_pop(L, 1);
+  }
+  lua_newtable(L);
+  owners = lua_gettop(L);
+  lua_newtable(L);
+  values = lua_gettop(L);
+  for (size_t i = 0; i < ld->nsources; i++)
+    if (run_source(ld, &ld->sources[i]) != 0 ||
+        claim_globals(ld, i, base_table, owners, values) != 0)
+      return -1;
+  if (read_file_globals(ld, cfg, base_table, owners) != 0) return -1;
   if (!ld->globals_line) { /* no lumberjit table: the defaults */
     lua_newtable(L);
     if (read_globals(ld, cfg, 0) != 0) return -1;
@@ -430,33 +536,131 @@ static int evaluate(loader *ld, config *cfg, size_t len)
   return config_check_files(ld, cfg);
 }
 
-/* Reads the file into ld->text. It is opened without blocking and must be
- * a regular file: a FIFO would wait for a writer, a directory reads as an
- * empty file. */
-static int read_source(loader *ld, size_t *len)
+/* Reads the file `path` onto the end of ld->text, as a source. It is
+ * opened without blocking and must be a regular file: a FIFO would wait
+ * for a writer. */
+static int read_source(loader *ld, const char *path)
 {
-  int fd = open(ld->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  config_source *src;
   struct stat st;
+  size_t len = 0;
   ssize_t n = -1;
+  char *text;
 
-  *len = 0;
+  ld->file = path;
   if (fd < 0 || fstat(fd, &st) != 0) {
     snprintf(ld->err, ld->errlen, "%s: cannot open the configuration file: "
-             "%s", ld->file, strerror(errno));
+             "%s", path, strerror(errno));
   } else if (!S_ISREG(st.st_mode)) {
     snprintf(ld->err, ld->errlen, "%s: the configuration file is %s, not a "
-             "regular file", ld->file, cfg_file_kind(st.st_mode));
+             "regular file", path, cfg_file_kind(st.st_mode));
+  } else if (!(text = realloc(ld->text, ld->text_len + CONFIG_MAX_SIZE + 2))) {
+    snprintf(ld->err, ld->errlen, "%s: out of memory", path);
   } else {
+    ld->text = text;
+    text += ld->text_len;
     do {
-      n = read(fd, ld->text + *len, CONFIG_MAX_SIZE + 1 - *len);
-      if (n > 0) *len += (size_t)n;
-    } while ((n > 0 && *len <= CONFIG_MAX_SIZE) || (n < 0 && errno == EINTR));
+      n = read(fd, text + len, CONFIG_MAX_SIZE + 1 - len);
+      if (n > 0) len += (size_t)n;
+    } while ((n > 0 && len <= CONFIG_MAX_SIZE) || (n < 0 && errno == EINTR));
     if (n < 0)
       snprintf(ld->err, ld->errlen, "%s: cannot read the configuration file: "
-               "%s", ld->file, strerror(errno));
+               "%s", path, strerror(errno));
   }
   if (fd >= 0) close(fd);
-  return n < 0 ? -1 : 0;
+  if (n < 0) return -1;
+  if (len > CONFIG_MAX_SIZE)
+    return cfg_fail(ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
+  src = &ld->sources[ld->nsources];
+  *src = (config_source){.path = strdup(path), .offset = ld->text_len,
+                         .len = len, .first_line = 1};
+  if (!src->path) return cfg_fail(ld, 0, "out of memory");
+  ld->file = src->path;
+  if (ld->nsources > 0) {
+    const config_source *prev = src - 1;
+    src->first_line = prev->first_line;
+    for (size_t i = prev->offset; i < src->offset; i++)
+      src->first_line += ld->text[i] == '\n';
+  }
+  ld->nsources++;
+  /* Each source starts on a line of its own in the text. */
+  if (len > 0 && text[len - 1] != '\n') text[len++] = '\n';
+  ld->text_len += len;
+  ld->text[ld->text_len] = '\0';
+  return 0;
+}
+
+/* The *.lua files of a directory, not hidden, in byte order. */
+static int lua_file(const struct dirent *d)
+{
+  size_t n = strlen(d->d_name);
+
+  return d->d_name[0] != '.' && n > 4 && strcmp(d->d_name + n - 4, ".lua") == 0;
+}
+
+static int byte_order(const struct dirent **a, const struct dirent **b)
+{
+  return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Reads the sources: `path` itself, or each *.lua file of the directory
+ * `path`. */
+static int read_sources(loader *ld, const char *path)
+{
+  struct dirent **names;
+  struct stat st;
+  int n, rc = 0;
+
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    ld->dir = cfg_parent_dir(path);
+    ld->sources = calloc(1, sizeof *ld->sources);
+    if (!ld->dir || !ld->sources) return cfg_fail(ld, 0, "out of memory");
+    return read_source(ld, path);
+  }
+  ld->dir = strdup(path);
+  if (!ld->dir) return cfg_fail(ld, 0, "out of memory");
+  n = scandir(path, &names, lua_file, byte_order);
+  if (n < 0) {
+    snprintf(ld->err, ld->errlen, "%s: cannot read the configuration "
+             "directory: %s", path, strerror(errno));
+    return -1;
+  }
+  if (n == 0) {
+    snprintf(ld->err, ld->errlen, "%s: the configuration directory has no "
+             "*.lua file", path);
+    rc = -1;
+  } else if (!(ld->sources = calloc((size_t)n, sizeof *ld->sources)))
+    rc = cfg_fail(ld, 0, "out of memory");
+  for (int i = 0; i < n; i++) {
+    char *file = rc == 0 ? cfg_join_path(path, names[i]->d_name) : NULL;
+    if (rc == 0 && !file) rc = cfg_fail(ld, 0, "out of memory");
+    if (rc == 0) rc = read_source(ld, file);
+    free(file);
+    free(names[i]);
+  }
+  free(names);
+  ld->file = path; /* not the file just freed */
+  return rc;
+}
+
+/* Hands the sources' paths to cfg, and gives each plugin its file and its
+ * line in that file. */
+static int place_plugins(loader *ld, config *cfg)
+{
+  cfg->sources = calloc(ld->nsources + 1, sizeof *cfg->sources);
+  if (!cfg->sources) return cfg_fail(ld, 0, "out of memory");
+  for (size_t i = 0; i < ld->nsources; i++) {
+    cfg->sources[i] = ld->sources[i].path;
+    ld->sources[i].path = NULL;
+  }
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    config_plugin *p = &cfg->plugins[i];
+    const config_source *src = cfg_source_at(ld, p->line);
+    p->file = cfg->sources[src - ld->sources];
+    p->line = p->line - src->first_line + 1;
+  }
+  return 0;
 }
 
 static int load(const char *path, const plugin_type *const *types,
@@ -464,27 +668,21 @@ static int load(const char *path, const plugin_type *const *types,
 {
   loader ld = {.file = path, .err = err, .errlen = errlen,
                .plugins_only = plugins_only, .types = types};
-  const char *slash = strrchr(path, '/');
-  size_t len;
   int rc;
 
   memset(cfg, 0, sizeof *cfg);
   cfg->file = strdup(path);
-  ld.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-  ld.text = malloc(CONFIG_MAX_SIZE + 1);
-  if (!cfg->file || !ld.dir || !ld.text) {
+  if (!cfg->file) {
     rc = cfg_fail(&ld, 0, "out of memory");
-  } else if (read_source(&ld, &len) != 0) {
-    rc = -1;
-  } else if (len > CONFIG_MAX_SIZE) {
-    rc = cfg_fail(&ld, 0, "larger than %u bytes", CONFIG_MAX_SIZE);
-  } else {
-    ld.text[len] = '\0';
+  } else if ((rc = read_sources(&ld, path)) == 0) {
     ld.L = lua_newstate(config_alloc, &ld);
-    rc = ld.L ? evaluate(&ld, cfg, len)
+    rc = ld.L ? evaluate(&ld, cfg)
               : cfg_fail(&ld, 0, "cannot create a Lua state (out of memory?)");
     if (ld.L) lua_close(ld.L);
+    if (rc == 0) rc = place_plugins(&ld, cfg);
   }
+  for (size_t i = 0; i < ld.nsources; i++) free(ld.sources[i].path);
+  free(ld.sources);
   free(ld.text);
   free(ld.dir);
   if (rc != 0) config_free(cfg);
@@ -519,6 +717,7 @@ void config_free(config *cfg)
   }
   free(cfg->plugins);
   free(cfg->file);
+  config_list_free(cfg->sources);
   cfg_free_keys(global_keys, cfg);
   memset(cfg, 0, sizeof *cfg);
 }

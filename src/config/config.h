@@ -16,6 +16,14 @@
  * holds the global settings. Validation errors name the file, the line and
  * the key.
  *
+ * A directory is a configuration too: its *.lua files (not those whose
+ * name starts with a dot), in byte order of their names, are evaluated one
+ * after the other in one state, as one configuration (each file with the
+ * instruction budget; the memory limit is the whole's). A file sees what
+ * the files before it defined, but each global is defined by one file
+ * only: a name another file defined already is an error naming both
+ * files and lines; so is the `lumberjit` table, which one file holds.
+ *
  * The files the plugins name are checked on every load, --check or run:
  * decoder and encoder files are regular files; a file_input's file exists
  * and is no directory (a tail_input's globs may match nothing yet); a file_output's file and the dead-letter file have
@@ -43,7 +51,8 @@ struct config_plugin {
   char *name;
   const plugin_type *type;
   config_role role;
-  int line;              /* where the plugin's table starts */
+  const char *file;      /* the file its table is in (one of cfg->sources) */
+  int line;              /* where the plugin's table starts, in that file */
   void *settings;        /* its type's own keys (plugin_type.h) */
 
   /* inputs (config_input_keys, config_lines_keys) */
@@ -66,7 +75,8 @@ struct config_plugin {
 };
 
 struct config {
-  char *file;
+  char *file;               /* the file or directory given */
+  char **sources;           /* the files evaluated, NULL-ended */
   config_plugin *plugins;
   size_t nplugins;
   char *dead_letter_path;   /* file for dead-letter records */
@@ -83,6 +93,9 @@ struct config {
   uint64_t metrics_interval_ms; /* how often it is rewritten */
   uint64_t stats_interval_ms; /* how often the log gets the run's figures
                                  (run_stats.h); 0: only at exit */
+  int log_level;            /* a log_level (log.h) */
+  char *http_address;       /* the HTTP endpoint's HOST:PORT; NULL: none */
+  uint64_t health_paused_ms; /* /health fails past this hold; 0: never */
 };
 
 /* The global settings' keys, as a type's (for --help lumberjit). */

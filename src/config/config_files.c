@@ -32,15 +32,6 @@ typedef struct {
   int line;
 } written_file;
 
-/* The directory a path is in. */
-static char *parent_dir(const char *path)
-{
-  const char *slash = strrchr(path, '/');
-
-  return slash == path ? strdup("/")
-       : slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-}
-
 static int check_written(loader *ld, const char *who, const char *key,
                          int line, written_file *w)
 {
@@ -54,7 +45,7 @@ static int check_written(loader *ld, const char *who, const char *key,
              "(key '%s')", who, w->path, key)
       : 0;
   err = errno;
-  if (!(dir = parent_dir(w->path))) return cfg_fail(ld, line, "out of memory");
+  if (!(dir = cfg_parent_dir(w->path))) return cfg_fail(ld, line, "out of memory");
   if (err != ENOENT)
     rc = cfg_fail(ld, line, "%s: cannot open %s for appending: %s (key '%s')",
               who, w->path, strerror(err), key);
@@ -113,7 +104,7 @@ static int check_read(loader *ld, const config_plugin *p, const char *path,
  * checkpoint.h), in a directory that must. */
 static int check_state_dir(loader *ld, const char *path)
 {
-  int line = ld->globals_line ? cfg_key_line(ld->text, "state_dir",
+  int line = ld->globals_line ? cfg_key_line(ld, "state_dir",
                                              ld->globals_line) : 1;
   struct stat st;
   char *dir;
@@ -126,7 +117,7 @@ static int check_state_dir(loader *ld, const char *path)
   if (errno != ENOENT)
     return cfg_fail(ld, line, "global settings 'lumberjit': key 'state_dir': "
                     "%s: %s", path, strerror(errno));
-  if (!(dir = parent_dir(path))) return cfg_fail(ld, line, "out of memory");
+  if (!(dir = cfg_parent_dir(path))) return cfg_fail(ld, line, "out of memory");
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
     rc = cfg_fail(ld, line, "global settings 'lumberjit': key 'state_dir' "
                   "names %s, which does not exist, and neither does its "
@@ -151,7 +142,7 @@ int config_check_files(loader *ld, const config *cfg)
     snprintf(who, sizeof who, "output '%s'", p->name);
     snprintf(w[nw].writer, sizeof w[nw].writer, "%s", who);
     w[nw].path = p->type->writes_file(p);
-    w[nw].line = cfg_key_line(ld->text, "path", p->line);
+    w[nw].line = cfg_key_line(ld, "path", p->line);
     rc = check_written(ld, who, "path", w[nw].line, &w[nw]);
     nw++;
   }
@@ -159,7 +150,7 @@ int config_check_files(loader *ld, const config *cfg)
     snprintf(w[nw].what, sizeof w[nw].what, "the dead-letter file");
     snprintf(w[nw].writer, sizeof w[nw].writer, "the dead-letter path");
     w[nw].path = cfg->dead_letter_path;
-    w[nw].line = ld->globals_line ? cfg_key_line(ld->text, "dead_letter_path",
+    w[nw].line = ld->globals_line ? cfg_key_line(ld, "dead_letter_path",
                                                  ld->globals_line) : 1;
     rc = check_written(ld, "global settings 'lumberjit'", "dead_letter_path",
                        w[nw].line, &w[nw]);
@@ -169,7 +160,7 @@ int config_check_files(loader *ld, const config *cfg)
   if (rc == 0 && cfg->state_dir) rc = check_state_dir(ld, cfg->state_dir);
   for (size_t i = 0; i < cfg->nplugins && rc == 0; i++) {
     const config_plugin *p = &cfg->plugins[i];
-    int line = cfg_key_line(ld->text, "path", p->line);
+    int line = cfg_key_line(ld, "path", p->line);
     const char *path;
     struct stat st;
     if (!p->type->reads_file) continue;

@@ -14,17 +14,39 @@
 const char *const config_role_names[] = {"input", "decoder", "encoder",
                                          "output", "filter"};
 
+/* ---- paths ---- */
+
+char *cfg_join_path(const char *dir, const char *name)
+{
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s/%s", dir, name);
+  return s;
+}
+
+char *cfg_parent_dir(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+
+  return slash == path ? strdup("/")
+       : slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+}
+
 /* ---- line numbers from the source text ---- */
 
-/* The 1-based line, at or after `from`, that starts with `key =` (also
- * `["key"] =`); `from` when there is none. */
-int cfg_key_line(const char *text, const char *key, int from)
+/* The line, at or after `from` and in its source, that starts with `key =`
+ * (also `["key"] =`); `from` when there is none. */
+int cfg_key_line(const loader *ld, const char *key, int from)
 {
+  const config_source *src = cfg_source_at(ld, from);
+  const char *p = ld->text + src->offset, *end = p + src->len;
   size_t klen = strlen(key);
-  int line = 1;
+  int line = src->first_line;
 
-  for (const char *p = text; *p; line++) {
-    const char *eol = strchr(p, '\n');
+  /* Each source's last line ends with '\n' (config.c), so no compare runs
+   * into the next one. */
+  for (; p < end; line++) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
     const char *s = p;
     if (line >= from) {
       while (*s == ' ' || *s == '\t' || *s == '{' || *s == ',') s++;
@@ -42,10 +64,22 @@ int cfg_key_line(const char *text, const char *key, int from)
   return from;
 }
 
+const config_source *cfg_source_at(const loader *ld, int line)
+{
+  size_t i = ld->nsources;
+
+  while (i > 1 && ld->sources[i - 1].first_line > line) i--;
+  return &ld->sources[i - 1];
+}
+
 int cfg_fail(loader *ld, int line, const char *fmt, ...)
 {
+  const config_source *src = line > 0 && ld->nsources
+      ? cfg_source_at(ld, line) : NULL;
   va_list ap;
-  int n = snprintf(ld->err, ld->errlen, "%s:%d: ", ld->file, line);
+  int n = src ? snprintf(ld->err, ld->errlen, "%s:%d: ", src->path,
+                         line - src->first_line + 1)
+              : snprintf(ld->err, ld->errlen, "%s:%d: ", ld->file, line);
 
   va_start(ap, fmt);
   if (n >= 0 && (size_t)n < ld->errlen)
@@ -76,7 +110,7 @@ int cfg_key_fail(plugin_ctx *c, const char *key, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  return cfg_fail(c->ld, cfg_key_line(c->ld->text, key, c->p->line),
+  return cfg_fail(c->ld, cfg_key_line(c->ld, key, c->p->line),
               "%s: key '%s' %s", table_label(c, label, sizeof label), key, what);
 }
 

@@ -129,14 +129,6 @@ static int read_settings(plugin_ctx *c, config_plugin *p)
   return 0;
 }
 
-static char *join_path(const char *dir, const char *name)
-{
-  size_t n = strlen(dir) + strlen(name) + 2;
-  char *s = malloc(n);
-  if (s) snprintf(s, n, "%s/%s", dir, name);
-  return s;
-}
-
 /* What a file that is no regular file is, for errors. */
 /* A plugin's Lua file: absolute, or relative to the config file's
  * directory, or to the bundled sandbox/ directory. The first that exists
@@ -152,7 +144,7 @@ static int resolve_filename(plugin_ctx *c, config_plugin *p)
   if (cfg_read_string(c, "filename", true, &given) != 0) return -1;
   n = given[0] == '/' ? 1 : 2;
   for (i = 0; i < n; i++) {
-    path = given[0] == '/' ? strdup(given) : join_path(dirs[i], given);
+    path = given[0] == '/' ? strdup(given) : cfg_join_path(dirs[i], given);
     if (!path || stat(path, &st) == 0) break;
     err = errno;
     free(path);
@@ -207,7 +199,7 @@ static int read_module_dirs(plugin_ctx *c, config_plugin *p)
       if (lua_type(L, -1) != LUA_TSTRING || strchr(d, ';')) {
         rc = cfg_key_fail(c, "module_path", "entry %d must be a directory name", i);
       } else {
-        abs = d[0] == '/' ? strdup(d) : join_path(c->ld->dir, d);
+        abs = d[0] == '/' ? strdup(d) : cfg_join_path(c->ld->dir, d);
         buf_append(&b, ";", 1);
         if (abs) buf_append(&b, abs, strlen(abs));
         free(abs);

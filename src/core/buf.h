@@ -38,5 +38,8 @@ static inline bool buf_append_str(buf *b, const char *s)
 }
 
 static inline void buf_clear(buf *b) { b->len = 0; }
+/* Appends printf's text; false when out of memory. */
+bool buf_appendf(buf *b, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
 
 #endif

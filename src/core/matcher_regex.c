@@ -104,7 +104,7 @@ matcher_regex_result matcher_regex_match(matcher_regex *re, const char *subject,
   if (!atomic_flag_test_and_set(&re->logged)) {
     char reason[128];
     pcre2_get_error_message(rc, (PCRE2_UCHAR *)reason, sizeof reason);
-    log_msg("message_matcher regex /%.*s%s/ gave up on a message of %zu bytes: %s; "
+    log_warning("message_matcher regex /%.*s%s/ gave up on a message of %zu bytes: %s; "
             "its =~ and !~ are false for such messages (logged once per regex)",
             (int)(re->len < PATTERN_QUOTED ? re->len : PATTERN_QUOTED), re->pattern,
             re->len > PATTERN_QUOTED ? "..." : "", len, reason);

@@ -78,7 +78,7 @@ static bool find(join_matcher *jm, const char *pattern, const char *line,
   if (lua_pcall(L, 2, 1, 0) != 0) {
     if (why) snprintf(why, whylen, "%s", lua_tostring(L, -1));
     else if (!jm->warned)
-      log_msg("multiline pattern \"%s\": %s; such lines count as not "
+      log_warning("multiline pattern \"%s\": %s; such lines count as not "
               "matching", pattern, lua_tostring(L, -1));
     jm->warned = true;
     lua_pop(L, 1);

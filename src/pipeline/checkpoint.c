@@ -95,7 +95,7 @@ static struct saved_file *read_block(FILE *in)
 
 static void log_dropped(const checkpoint_store *st, const char *path)
 {
-  log_msg("checkpoint %s: %s is not the file it was taken of (rotated, "
+  log_warning("checkpoint %s: %s is not the file it was taken of (rotated, "
           "replaced or truncated); its offset no longer applies",
           st->state_file, path);
 }
@@ -126,7 +126,7 @@ static bool find_renamed(const checkpoint_store *st, struct saved_file *f)
   }
   closedir(d);
   if (!path) return false;
-  log_msg("checkpoint %s: %s is not the file it was taken of: that file is "
+  log_warning("checkpoint %s: %s is not the file it was taken of: that file is "
           "now %s, and keeps its offset", st->state_file, f->path, path);
   free(f->path);
   f->path = path;
@@ -144,7 +144,7 @@ static void read_state(checkpoint_store *st)
 
   if (!in) return;
   if (fscanf(in, "lumberjit checkpoint %d", &version) != 1 || version != 2) {
-    log_msg("checkpoint %s: not a lumberjit checkpoint file; ignoring it",
+    log_warning("checkpoint %s: not a lumberjit checkpoint file; ignoring it",
             st->state_file);
     fclose(in);
     return;
@@ -449,7 +449,7 @@ int checkpoint_save(checkpoint_store *st)
   st->dirty = false;
   return 0;
 fail:
-  log_msg("checkpoint %s: cannot write it: %s", st->state_file, strerror(errno));
+  log_error("checkpoint %s: cannot write it: %s", st->state_file, strerror(errno));
   return -1;
 }
 

@@ -4,27 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Appends printf's text; false when out of memory. */
-static bool put(buf *b, const char *fmt, ...)
-{
-  va_list ap;
-  int n;
-
-  va_start(ap, fmt);
-  n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0 || !buf_reserve(b, (size_t)n + 1)) return false;
-  va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-  return true;
-}
 
 /* One metric: a uint64_t at `off` in each input's or output's stats.
  * Prometheus wants every sample of a name together, under one HELP and
@@ -106,7 +88,7 @@ static bool has(int only, const pipeline_output_stats *out)
 /* A label value: backslash, double quote and newline escaped. */
 static bool put_label(buf *b, const char *key, const char *value)
 {
-  bool ok = put(b, "{%s=\"", key);
+  bool ok = buf_appendf(b, "{%s=\"", key);
 
   for (const char *p = value; ok && *p; p++) {
     if (*p == '\\') ok = buf_append(b, "\\\\", 2);
@@ -120,7 +102,7 @@ static bool put_label(buf *b, const char *key, const char *value)
 static bool put_head(buf *b, const char *name, const char *type,
                      const char *help)
 {
-  return put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+  return buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 static bool put_family(buf *b, const family *f, const void *items,
@@ -137,9 +119,9 @@ static bool put_family(buf *b, const family *f, const void *items,
     if (!headed && !(ok = put_head(b, f->name, f->type, f->help))) break;
     headed = true;
     memcpy(&v, item + f->off, sizeof v);
-    ok = put(b, "%s", f->name) &&
+    ok = buf_appendf(b, "%s", f->name) &&
          put_label(b, inputs ? "input" : "output", inputs ? in->name : out->name) &&
-         put(b, "} %" PRIu64 "\n", v);
+         buf_appendf(b, "} %" PRIu64 "\n", v);
   }
   return ok;
 }
@@ -175,9 +157,9 @@ static bool put_filters(buf *b, const pipeline_stats *st)
     for (size_t i = 0; ok && i < st->nfilters; i++) {
       uint64_t v;
       memcpy(&v, (const char *)&st->filters[i] + f->off, sizeof v);
-      ok = put(b, "%s", f->name) &&
+      ok = buf_appendf(b, "%s", f->name) &&
            put_label(b, "filter", st->filters[i].name) &&
-           put(b, "} %" PRIu64 "\n", v);
+           buf_appendf(b, "} %" PRIu64 "\n", v);
     }
   }
   return ok;
@@ -204,15 +186,16 @@ static bool put_type_counters(buf *b, const pipeline_stats *st)
         for (size_t d = 0; ok && st->inputs[j].counters &&
                            st->inputs[j].counters[d].metric; d++)
           if (strcmp(st->inputs[j].counters[d].metric, name) == 0)
-            ok = put(b, "%s", name) &&
+            ok = buf_appendf(b, "%s", name) &&
                  put_label(b, "input", st->inputs[j].name) &&
-                 put(b, "} %" PRIu64 "\n", st->inputs[j].values[d]);
+                 buf_appendf(b, "} %" PRIu64 "\n", st->inputs[j].values[d]);
     }
   return ok;
 }
 
-/* Latency quantiles: a gauge per quantile, as a summary without its sum
- * and count. transport: the transport's delivery latency, for outputs that
+/* Latency quantiles: a summary without its sum and count (the histogram
+ * keeps neither); typed summary, as a quantile label must be (promtool
+ * check metrics). transport: the transport's delivery latency, for outputs that
  * have one; else the latency from read to acknowledgement, for outputs
  * that timed a record. */
 static bool put_latency(buf *b, const pipeline_stats *st, bool transport)
@@ -226,7 +209,7 @@ static bool put_latency(buf *b, const pipeline_stats *st, bool transport)
     const pipeline_output_stats *o = &st->outputs[i];
     if (transport ? !o->has_tx : !o->timed) continue;
     if (!headed)
-      ok = put_head(b, name, "gauge", transport
+      ok = put_head(b, name, "summary", transport
                     ? "From handing a record on to its acknowledgement, by "
                       "quantile; quantile=\"1\" is the largest."
                     : "From a record's read to its acknowledgement (written, "
@@ -234,8 +217,8 @@ static bool put_latency(buf *b, const pipeline_stats *st, bool transport)
                       "largest.");
     headed = true;
     for (size_t j = 0; ok && j < LATENCY_REPORTED; j++)
-      ok = put(b, "%s", name) && put_label(b, "output", o->name) &&
-           put(b, ",quantile=\"%s\"} %.6f\n", q[j],
+      ok = buf_appendf(b, "%s", name) && put_label(b, "output", o->name) &&
+           buf_appendf(b, ",quantile=\"%s\"} %.6f\n", q[j],
                (transport ? o->tx.latency_ms[j] : o->latency_ms[j]) / 1e3);
   }
   return ok;
@@ -245,7 +228,7 @@ static bool put_total(buf *b, const char *name, const char *type,
                       const char *help, uint64_t v)
 {
   return put_head(b, name, type, help) &&
-         put(b, "%s %" PRIu64 "\n", name, v);
+         buf_appendf(b, "%s %" PRIu64 "\n", name, v);
 }
 
 bool metrics_format(buf *b, const pipeline_stats *st)
@@ -279,7 +262,7 @@ bool metrics_format(buf *b, const pipeline_stats *st)
                    "Times the inputs were held.", st->pauses) &&
          put_head(b, "lumberjit_inputs_paused_seconds_total", "counter",
                   "Time the inputs were held.") &&
-         put(b, "lumberjit_inputs_paused_seconds_total %.3f\n",
+         buf_appendf(b, "lumberjit_inputs_paused_seconds_total %.3f\n",
                     st->paused_ms / 1e3);
 }
 

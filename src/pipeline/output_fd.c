@@ -135,7 +135,7 @@ static int cut_partial_line(output_sink *o)
   }
   close(rd);
   if (keep == size) return 0;
-  log_msg("%s: cut off %lld bytes of a partly written line at the end of %s "
+  log_warning("%s: cut off %lld bytes of a partly written line at the end of %s "
           "(an earlier run stopped while writing it)", o->name,
           (long long)(size - keep), o->path);
   return ftruncate(o->fd, keep);
@@ -218,7 +218,7 @@ static void hold_for_space(output_sink *o, int err)
            strerror(err));
   if (o->backoff_ms == 0) {
     /* The inputs pause once the queue reaches its high-water mark. */
-    log_msg("%s: %s; holding its records and retrying", o->name, o->error);
+    log_warning("%s: %s; holding its records and retrying", o->name, o->error);
     o->backoff_ms = RETRY_FIRST_MS;
   } else if (o->backoff_ms < RETRY_MAX_MS) {
     o->backoff_ms = o->backoff_ms * 2 < RETRY_MAX_MS ? o->backoff_ms * 2
@@ -314,7 +314,7 @@ static void refuse_queue(output_sink *o)
     o->records_refused++;
   }
   if (o->refused_logged == 0 || now - o->refused_logged_ms >= 10000) {
-    log_msg("%s: %s; %llu records refused so far, counted as failed", o->name,
+    log_warning("%s: %s; %llu records refused so far, counted as failed", o->name,
             reason, (unsigned long long)o->records_refused);
     o->refused_logged = o->records_refused;
     o->refused_logged_ms = now;
@@ -385,7 +385,7 @@ static void fd_fail(output_sink *o, const char *reason)
 static int sync_file(output_sink *o)
 {
   if (!o->truncatable || fsync(o->fd) == 0) return 0;
-  log_msg("%s: fsync of %s failed: %s; records counted as written may be "
+  log_error("%s: fsync of %s failed: %s; records counted as written may be "
           "lost", o->name, target(o), strerror(errno));
   return -1;
 }
@@ -400,7 +400,7 @@ int output_reopen(output_sink *o)
   output_flush(o);
   fd = open_path(o->path);
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    log_msg("%s: cannot reopen %s: %s; still writing to the old file",
+    log_warning("%s: cannot reopen %s: %s; still writing to the old file",
             o->name, o->path, fd < 0 ? strerror(errno) : "not a regular file");
     if (fd >= 0) close(fd);
     return -1;

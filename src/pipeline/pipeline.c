@@ -63,7 +63,7 @@ static work_job *take_job(pipeline *pl)
  * not be written, and the run fails. */
 static void record_lost(pipeline *pl, input *in, uint64_t position)
 {
-  log_msg("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
+  log_error("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
           position);
   pl->records_lost++;
   pl->status = 1;
@@ -239,8 +239,9 @@ static void source_finished(pipeline *pl, pl_source *src)
   pl_input *pi = src->owner;
 
   if (src->error) {
-    log_msg("input '%s' stopped reading %s: %s", pi->name,
-            src->in.path ? src->in.path : "standard input", src->error);
+    snprintf(pi->failure, sizeof pi->failure, "stopped reading %s: %s",
+             src->in.path ? src->in.path : "standard input", src->error);
+    log_error("input '%s' %s", pi->name, pi->failure);
     pl->status = 1;
   }
   pi->kind->source_finished(pi, src);
@@ -284,6 +285,8 @@ static void adopt(pipeline *pl, work_job *job)
   pl_source *src = job->source;
 
   add_counts(pl, src ? src->owner : NULL, job);
+  job->worker->stopped_role = job->stopped_role;
+  job->worker->stopped_name = job->stopped_name;
   pl->bytes_at_workers -= job_weight(job);
   for (size_t i = 0; i < pl->noutputs; i++)
     output_adopt(&pl->outputs[i].sink, &job->out[i]);
@@ -307,7 +310,7 @@ void pipeline_tick(pipeline *pl, pl_filter *f, bool last)
   for (size_t i = 0; i < pl->nworkers; i++) {
     work_job *job = take_job(pl);
     if (!job) {
-      log_msg("filter '%s': out of memory for its timer_event", f->name);
+      log_error("filter '%s': out of memory for its timer_event", f->name);
       continue;
     }
     job->tick_filter = (size_t)(f - pl->filters);
@@ -426,7 +429,7 @@ static void on_deadline(uv_timer_t *t)
   /* What fails makes the run fail (on_sink_failed); what a disk buffer
    * keeps does not. */
   pl->past_deadline = true;
-  log_msg("outputs still hold records at the stop deadline; failing them, "
+  log_warning("outputs still hold records at the stop deadline; failing them, "
           "or keeping them in a disk buffer");
   for (size_t i = 0; i < pl->noutputs; i++) fail_queued(&pl->outputs[i].sink);
   if (pl->dl.owns_sink) {
@@ -447,6 +450,7 @@ static void pipeline_stop(pipeline *pl, const char *why)
   }
   if (why) log_msg("%s: stopping", why);
   pl->stopping = true;
+  if (pl->hooks.stopping) pl->hooks.stopping(pl->hooks.ud, why);
   for (size_t i = 0; i < pl->ninputs; i++)
     pl->inputs[i].kind->stop(&pl->inputs[i]);
   uv_timer_start(&pl->deadline, on_deadline, pl->stop_timeout_ms, 0);
@@ -503,7 +507,7 @@ static void on_sink_changed(void *ud, output_sink *s)
   /* At the deadline, the failure is the stop's, logged by on_deadline. */
   if (s->state == OUTPUT_FAILED && !s->failure_reported && !pl->past_deadline) {
     s->failure_reported = true;
-    log_msg("%s failed: %s; stopping the run", s->name, s->error);
+    log_error("%s failed: %s; stopping the run", s->name, s->error);
     pipeline_stop(pl, NULL);
   }
   apply_backpressure(pl);
@@ -556,7 +560,7 @@ bool pipeline_writes(pipeline *pl, const struct stat *sb)
 const pipeline_stats *pipeline_snapshot(pipeline *pl)
 {
   pipeline_stats *st = &pl->snapshot;
-  uint64_t lost = pl->dl.failed + pl->records_lost;
+  uint64_t lost = pl->dl.failed + pl->records_lost, held_ns;
 
   st->ninputs = pl->ninputs;
   for (size_t i = 0; i < pl->ninputs; i++) {
@@ -567,6 +571,7 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
       .empty = pi->empty};
     st->inputs[i].counters = pi->kind->counters
         ? pi->kind->counters((pl_input *)pi, st->inputs[i].values) : NULL;
+    st->inputs[i].failure = pi->failure[0] ? pi->failure : NULL;
   }
   st->noutputs = pl->noutputs;
   for (size_t i = 0; i < pl->noutputs; i++) {
@@ -580,6 +585,8 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
       .queued_bytes = output_queued(&o->sink), .has_tx = o->sink.tx->stats != NULL,
       .timed = o->sink.latency.count};
     latency_report(&o->sink.latency, st->outputs[i].latency_ms);
+    if (o->sink.state == OUTPUT_FAILED || o->sink.state == OUTPUT_RETRYING)
+      st->outputs[i].failure = o->sink.error;
     if (o->sink.tx->stats) o->sink.tx->stats(&o->sink, &st->outputs[i].tx);
     lost += o->sink.records_lost;
   }
@@ -599,8 +606,14 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   st->unrouted = pl->unrouted;
   st->paused = pl->paused;
   st->pauses = pl->pauses;
-  st->paused_ms = (pl->paused_ns + (pl->paused ? uv_hrtime() - pl->paused_since
-                                               : 0)) / 1000000;
+  held_ns = pl->paused ? uv_hrtime() - pl->paused_since : 0;
+  st->paused_ms = (pl->paused_ns + held_ns) / 1000000;
+  st->paused_now_ms = held_ns / 1000000;
+  st->stopped_role = st->stopped_name = NULL;
+  for (size_t i = 0; i < pl->nworkers && !st->stopped_role; i++) {
+    st->stopped_role = pl->workers[i].stopped_role;
+    st->stopped_name = pl->workers[i].stopped_name;
+  }
   return st;
 }
 
@@ -612,7 +625,7 @@ static void write_metrics(pipeline *pl)
 
   if (metrics_write(pl->metrics_path, pipeline_snapshot(pl), err,
                     sizeof err) != 0) {
-    if (!pl->metrics_failing) log_msg("metrics: %s", err);
+    if (!pl->metrics_failing) log_warning("metrics: %s", err);
     pl->metrics_failing = true;
   } else if (pl->metrics_failing) {
     log_msg("metrics: %s written again", pl->metrics_path);
@@ -695,6 +708,11 @@ static void log_summary(pipeline *pl)
   run_stats_total(&pl->stats, st);
 }
 
+void pipeline_set_hooks(pipeline *pl, const pipeline_hooks *hooks)
+{
+  pl->hooks = *hooks;
+}
+
 int pipeline_run(pipeline *pl)
 {
   char err[512];
@@ -732,12 +750,14 @@ int pipeline_run(pipeline *pl)
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
     if (pi->kind->start(pi, err, sizeof err) != 0) {
-      log_msg("%s", err);
+      log_error("%s", err);
+      snprintf(pi->failure, sizeof pi->failure, "%s", err);
       pl->status = 1;
       continue;
     }
     pl->running++;
   }
+  if (pl->hooks.started) pl->hooks.started(pl->hooks.ud);
   /* The loop ends when every input has finished and no output waits. */
   do {
     uv_run(pl->loop, UV_RUN_DEFAULT);

@@ -31,6 +31,8 @@ typedef struct pipeline_input_stats {
    * and their values; NULL: none. */
   const plugin_counter *counters;
   uint64_t values[PLUGIN_COUNTERS_MAX];
+  /* Why it failed to start or stopped on a read error; NULL: it did not. */
+  const char *failure;
 } pipeline_input_stats;
 
 typedef struct {
@@ -52,6 +54,9 @@ typedef struct {
    * were timed and latency_report's quantiles, in ms. */
   uint64_t timed;
   double latency_ms[LATENCY_REPORTED];
+  /* Why it failed, or why it is retrying now (a full disk); NULL: it is
+   * writing, or waiting only for its destination to take more. */
+  const char *failure;
 } pipeline_output_stats;
 
 /* A filter's counters (router.h: router_filter_counts says what each is),
@@ -72,7 +77,21 @@ typedef struct {
   uint64_t unrouted;      /* messages no output matched */
   bool paused;            /* the inputs are held now */
   uint64_t pauses, paused_ms;
+  uint64_t paused_now_ms; /* how long they have been, when they are */
+  /* A decoder, encoder or filter stopped after max_failures (as its
+   * worker's last job back said): "decoder", ... and its name; NULL:
+   * none. */
+  const char *stopped_role, *stopped_name;
 } pipeline_stats;
+
+/* What the pipeline's owner hears of a run (the cli: systemd's READY=1
+ * and STOPPING=1, which are the process's, not a pipeline's: a reload
+ * replaces the pipeline). Either may be NULL. */
+typedef struct {
+  void (*started)(void *ud);    /* the inputs were started */
+  void (*stopping)(void *ud, const char *why); /* a stop began */
+  void *ud;
+} pipeline_hooks;
 
 pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
                           size_t errlen);
@@ -81,6 +100,8 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
  * Returns 0, or 1 when an input stopped on a read error, an output failed,
  * or a record could be neither written nor dead-lettered. */
 int pipeline_run(pipeline *pl);
+/* Sets who hears of the run (before pipeline_run). */
+void pipeline_set_hooks(pipeline *pl, const pipeline_hooks *hooks);
 /* The counters, at any time on the loop thread (workers' counts arrive as
  * their jobs come back); valid until the next call. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl);

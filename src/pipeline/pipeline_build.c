@@ -78,7 +78,7 @@ sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
   char why[768];
   sandbox *sb = sandbox_create(&sc, wd, why, sizeof why);
 
-  if (!sb) snprintf(err, errlen, "%s:%d: %s '%s': %s", cfg->file, p->line,
+  if (!sb) snprintf(err, errlen, "%s:%d: %s '%s': %s", p->file, p->line,
                     config_role_names[p->role], p->name, why);
   return sb;
 }
@@ -105,7 +105,7 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
     output_host h = {pl->loop, o->label, pipeline_sink_events(pl),
                      cfg->state_dir};
     if (p->type->output->open(&o->sink, &h, p, why, sizeof why) != 0) {
-      snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
+      snprintf(err, errlen, "%s:%d: output '%s': %s", p->file, p->line,
                p->name, why);
       return -1;
     }
@@ -134,7 +134,7 @@ static int build_worker_filters(pipeline *pl, worker *w, char *err,
     f->match = matcher_compile(p->message_matcher, why, sizeof why);
     if (!f->match) {
       snprintf(err, errlen, "%s:%d: filter '%s': message_matcher: %s",
-               cfg->file, p->line, p->name, why);
+               p->file, p->line, p->name, why);
       return -1;
     }
     f->sb = pipeline_plugin_sandbox(cfg, p, pl->wd, log_sandbox_line, NULL,
@@ -194,7 +194,7 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
     ro->match = matcher_compile(p->message_matcher, why, sizeof why);
     if (!ro->match) {
       snprintf(err, errlen, "%s:%d: output '%s': message_matcher: %s",
-               cfg->file, p->line, p->name, why);
+               p->file, p->line, p->name, why);
       return -1;
     }
     if (p->encoder) {
@@ -206,7 +206,7 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
     if (p->type->output->route &&
         p->type->output->route(p, &ro->route, &ro->route_state, why,
                                sizeof why) != 0) {
-      snprintf(err, errlen, "%s:%d: output '%s': %s", cfg->file, p->line,
+      snprintf(err, errlen, "%s:%d: output '%s': %s", p->file, p->line,
                p->name, why);
       return -1;
     }
@@ -458,7 +458,7 @@ static void warn_descriptor_budget(const config *cfg)
       want += p->type->input->descriptors(p);
   }
   if (want > budget)
-    log_msg("warning: the inputs' max_open_files and max_connections add up "
+    log_warning("the inputs' max_open_files and max_connections add up "
             "to %" PRIu64 " descriptors, but the limit of %" PRIu64 " "
             "(RLIMIT_NOFILE) leaves them %" PRIu64 " beside those open and "
             "the %d kept for checkpoints, outputs and dead letters: files "
@@ -476,7 +476,7 @@ static void warn_call_output(const config *cfg)
     const config_plugin *p = &cfg->plugins[i];
     if ((p->type->flags & PLUGIN_SANDBOX) &&
         (!p->limits.output_limit || p->limits.output_limit > most))
-      log_msg("%s '%s': a call may make at most %" PRIu64 " bytes (a 32nd "
+      log_warning("%s '%s': a call may make at most %" PRIu64 " bytes (a 32nd "
               "of memory_budget), not the %s of its output_limit: what a "
               "call makes waits in memory until it ends",
               config_role_names[p->role], p->name, most,
@@ -572,7 +572,7 @@ int pipeline_check(const config *cfg, char *err, size_t errlen)
      * so. */
     if (p->role == PLUGIN_OUTPUT && p->type->output->check &&
         p->type->output->check(p, why, sizeof why) != 0) {
-      snprintf(err, errlen, "%s:%d: %s '%s': %s", cfg->file, p->line,
+      snprintf(err, errlen, "%s:%d: %s '%s': %s", p->file, p->line,
                p->type->name, p->name, why);
       rc = -1;
     }

@@ -74,6 +74,31 @@ bool work_job_add(work_job *job, const char *bytes, size_t len,
   return true;
 }
 
+/* Notes in the job the first of the worker's plugins that is stopped,
+ * for /health: only this thread may look at its sandboxes. */
+static void note_stopped(worker *w, work_job *job)
+{
+  job->stopped_role = job->stopped_name = NULL;
+  if (job->input && job->input->decoder &&
+      sandbox_is_stopped(job->input->decoder)) {
+    job->stopped_role = "decoder";
+    job->stopped_name = job->input->decoder_name;
+    return;
+  }
+  for (size_t i = 0; i < w->noutputs; i++)
+    if (w->outputs[i].encoder && sandbox_is_stopped(w->outputs[i].encoder)) {
+      job->stopped_role = "encoder";
+      job->stopped_name = w->outputs[i].encoder_name;
+      return;
+    }
+  for (size_t i = 0; i < w->nfilters; i++)
+    if (w->filters[i].sb && sandbox_is_stopped(w->filters[i].sb)) {
+      job->stopped_role = "filter";
+      job->stopped_name = w->filters[i].name;
+      return;
+    }
+}
+
 /* Routes every record of the job into its collectors. */
 static void run_job(worker *w, work_job *job)
 {
@@ -86,6 +111,7 @@ static void run_job(worker *w, work_job *job)
   if (!job->input) {
     router_tick(&w->router, job->tick_filter, job->tick_ns, job->tick_last);
     job->dead_letters = w->dl.count - dead_letters;
+    note_stopped(w, job);
     return;
   }
   for (size_t i = 0; i < job->nrecs; i++) {
@@ -99,6 +125,7 @@ static void run_job(worker *w, work_job *job)
   }
   router_flush(&w->router);
   job->dead_letters = w->dl.count - dead_letters;
+  note_stopped(w, job);
 }
 
 static void *worker_main(void *arg)
@@ -167,6 +194,7 @@ int worker_start(worker *w, uv_async_t *notify, char *err, size_t errlen)
 void worker_queue(worker *w, work_job *job)
 {
   job->next = NULL;
+  job->worker = w;
   if (w->queued_tail) w->queued_tail->next = job;
   else w->queued = job;
   w->queued_tail = job;

@@ -58,6 +58,11 @@ typedef struct work_job {
   size_t tick_filter;
   int64_t tick_ns;
   bool tick_last;
+  struct worker *worker;    /* where it ran (worker_queue) */
+  /* A plugin of that worker that is stopped as the job ends (sandbox.h:
+   * max_failures), read there, where its sandbox is: "decoder", "encoder"
+   * or "filter", and its name; NULL: none. */
+  const char *stopped_role, *stopped_name;
 } work_job;
 
 typedef struct worker worker;
@@ -90,6 +95,8 @@ struct worker {
   dead_letter dl;               /* sink: the job's last collector */
   size_t dl_output;             /* dead letters go to this output's
                                    collector; noutputs: their own file */
+  /* The loop thread's: what its last job back said was stopped. */
+  const char *stopped_role, *stopped_name;
 };
 
 /* Starts the thread and waits until it has built its router; -1 with the

@@ -270,6 +270,11 @@ static bool put_quoted(buf *b, const char *s, size_t len)
   return put_keyed_quoted(b, "", 0, s, len);
 }
 
+bool json_quoted(buf *b, const char *s, size_t len)
+{
+  return put_quoted(b, s, len);
+}
+
 /* The most a number, a boolean or null takes (put_number's text). */
 #define SCALAR_MAX 40
 

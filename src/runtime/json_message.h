@@ -30,5 +30,8 @@
 /* Appends m's JSON object to b; false when memory ran out (b may then hold
  * part of it). */
 bool json_message(buf *b, const msg *m);
+/* Appends s as a JSON string, in quotes, escaped as above; false when
+ * memory ran out. For other JSON lumberjit writes (the HTTP endpoint). */
+bool json_quoted(buf *b, const char *s, size_t len);
 
 #endif

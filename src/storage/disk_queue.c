@@ -192,7 +192,7 @@ static void remove_segment_file(disk_queue *q, uint64_t seq)
 
   seg_name(name, seq);
   if (unlinkat(q->dirfd, name, 0) != 0 || fsync(q->dirfd) != 0)
-    log_msg("disk queue %s: cannot delete %s: %s", q->dir, name,
+    log_warning("disk queue %s: cannot delete %s: %s", q->dir, name,
             strerror(errno));
 }
 
@@ -272,7 +272,7 @@ static int check_headers(disk_queue *q, uint64_t *seqs, size_t *n, char *err,
       seqs[kept++] = seqs[i];
       continue;
     }
-    log_msg("disk queue %s: deleted segment %" PRIu64 ", whose creation a "
+    log_warning("disk queue %s: deleted segment %" PRIu64 ", whose creation a "
             "crash cut short (%" PRIu64 " bytes, no records)", q->dir,
             seqs[i], size);
     q->torn_bytes += size;
@@ -314,14 +314,14 @@ static int cut_bad_tail(disk_queue *q, int fd, uint64_t seq, uint64_t off,
   seg_name(name, seq);
   if (last) {
     q->torn_bytes += cut;
-    log_msg("disk queue %s: cut %" PRIu64 " bytes of a torn record off the "
+    log_warning("disk queue %s: cut %" PRIu64 " bytes of a torn record off the "
             "end of %s (an append that a crash or power loss cut short)",
             q->dir, cut, name);
   } else {
     uint64_t lost = records_from(q, fd, seq, off, size);
     q->corrupt_records += lost;
     q->corrupt_bytes += cut;
-    log_msg("disk queue %s: %s is corrupt at offset %" PRIu64 ": cut there, "
+    log_warning("disk queue %s: %s is corrupt at offset %" PRIu64 ": cut there, "
             "losing %" PRIu64 " records (%" PRIu64 " bytes)", q->dir, name,
             off, lost, cut);
   }
@@ -359,7 +359,7 @@ static int scan_segment(disk_queue *q, int fd, segment *s, uint64_t size,
   if (*from >= off) {
     *from = off;
   } else if (!on_record) {
-    log_msg("disk queue %s: its cursor is not on a record of segment %"
+    log_warning("disk queue %s: its cursor is not on a record of segment %"
             PRIu64 "; reading all of it again", q->dir, s->seq);
     *from = SEG_HEADER;
     s->nrecs = all;
@@ -523,7 +523,7 @@ static bool read_cursor(disk_queue *q, uint64_t *seq, uint64_t *off)
                " offset %" SCNu64, seq, off) == 2 && *off >= SEG_HEADER)
       return true;
   }
-  log_msg("disk queue %s: cannot use its cursor file; reading every segment "
+  log_warning("disk queue %s: cannot use its cursor file; reading every segment "
           "again", q->dir);
   return false;
 }
@@ -959,11 +959,11 @@ int dq_close(disk_queue *q)
 
   if (!q) return 0;
   if (dq_sync(q, err, sizeof err) != DQ_OK) {
-    log_msg("%s", err);
+    log_error("%s", err);
     rc = -1;
   }
   if (dq_save_cursor(q, err, sizeof err) != 0) {
-    log_msg("%s", err);
+    log_error("%s", err);
     rc = -1;
   }
   dq_free(q);

@@ -186,7 +186,7 @@ int spool_front(spool *s, spool_origin *from, const char **bytes,
     }
     if (unpack(s, from, bytes, len)) return 1;
     /* Its checksum held, so it was written whole: by something else. */
-    log_msg("disk buffer %s: a record is not one lumberjit writes; it "
+    log_warning("disk buffer %s: a record is not one lumberjit writes; it "
             "counts as lost", s->dir);
     s->lost++;
     dq_ack(s->dq, s->front_id);

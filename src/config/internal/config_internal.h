@@ -22,10 +22,24 @@
  * instruction (config.c's evaluate). */
 typedef enum { RUNNING, STOPPED_BUDGET, STOPPED_MEMORY } loader_stop;
 
+/* One file of the configuration: a directory's *.lua files are evaluated
+ * in name order as one configuration (config.c: "a directory"). */
 typedef struct {
-  const char *file;   /* as given */
-  char *dir;          /* its directory, for relative plugin files */
-  char *text;         /* the source, for line numbers */
+  char *path;         /* as errors name it: the file given, or DIR/NAME */
+  size_t offset, len; /* its text in the loader's */
+  int first_line;     /* its line 1 is this line of the loader's text */
+} config_source;
+
+/* Lines are the loader's: the files' texts one after the other, so that a
+ * line names the file too; cfg_fail says FILE:LINE of that file, and the
+ * plugins get theirs (config_plugin.file, .line) once loaded. */
+typedef struct {
+  const char *file;   /* the file being read or evaluated */
+  char *dir;          /* the config's directory, for relative plugin files */
+  char *text;         /* the sources, for line numbers */
+  size_t text_len;
+  config_source *sources;
+  size_t nsources;
   lua_State *L;
   char *err;
   size_t errlen;
@@ -48,12 +62,18 @@ struct plugin_ctx {
 
 /* ---- config_keys.c ---- */
 
-/* The 1-based line, at or after `from`, that starts with `key =` (also
- * `["key"] =`); `from` when there is none. */
-int cfg_key_line(const char *text, const char *key, int from);
+/* "DIR/NAME", and the directory a path is in; NULL when out of memory. */
+char *cfg_join_path(const char *dir, const char *name);
+char *cfg_parent_dir(const char *path);
+
+/* The line, at or after `from` and in its source, that starts with `key =`
+ * (also `["key"] =`); `from` when there is none. */
+int cfg_key_line(const loader *ld, const char *key, int from);
 /* Sets the error "FILE:LINE: ..." and returns -1. */
 int cfg_fail(loader *ld, int line, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
+/* The source a line of the loader's text is in (line > 0). */
+const config_source *cfg_source_at(const loader *ld, int line);
 /* "FILE:LINE: output 'out' (stdout_output): WHAT" at the table's line, -1. */
 int cfg_table_fail(plugin_ctx *c, const char *what);
 /* "a directory", "a FIFO", ...: what a file that is not regular is. */

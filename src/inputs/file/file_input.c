@@ -43,7 +43,7 @@ static int resume_file(pl_input *pi, pl_source *src, const config_plugin *p,
   fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0 || fstat(fd, &sb) != 0) {
     snprintf(err, errlen, "%s:%d: input '%s': cannot open %s: %s",
-             pl_input_config(pi)->file, p->line, p->name, path,
+             p->file, p->line, p->name, path,
              strerror(errno));
     if (fd >= 0) close(fd);
     return -1;

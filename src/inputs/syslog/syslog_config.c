@@ -11,6 +11,7 @@
 
 #include <lua.h>
 
+#include "host_port.h"
 #include "syslog_input.h"
 
 static const struct {
@@ -25,36 +26,9 @@ static const struct {
 static int read_host_port(plugin_ctx *c, const char *hostport,
                           struct sockaddr_storage *sa)
 {
-  char host[INET6_ADDRSTRLEN + 2];
-  const char *colon = strrchr(hostport, ':');
-  size_t hostlen = colon ? (size_t)(colon - hostport) : 0;
-  char *end;
-  unsigned long port;
+  const char *why = host_port_parse(hostport, sa);
 
-  if (!colon || hostlen == 0 || hostlen >= sizeof host)
-    return cfg_key_fail(c, "address", "'%s' is no HOST:PORT", hostport);
-  port = strtoul(colon + 1, &end, 10);
-  if (!colon[1] || *end || port > 65535)
-    return cfg_key_fail(c, "address", "'%s': the port must be a number from "
-                        "0 to 65535", hostport);
-  memcpy(host, hostport, hostlen);
-  host[hostlen] = '\0';
-  memset(sa, 0, sizeof *sa);
-  if (host[0] == '[' && host[hostlen - 1] == ']') {
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
-    host[hostlen - 1] = '\0';
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) == 1) return 0;
-  } else {
-    struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons((uint16_t)port);
-    if (strcmp(host, "*") == 0) return 0; /* INADDR_ANY */
-    if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) return 0;
-  }
-  return cfg_key_fail(c, "address", "'%s': the host must be an IPv4 "
-                      "address, [IPv6] or *", hostport);
+  return why ? cfg_key_fail(c, "address", "'%s': %s", hostport, why) : 0;
 }
 
 static int read_address(plugin_ctx *c, void *settings)

@@ -173,7 +173,7 @@ static void end(syslog_conn *c)
 
 static void end_logged(syslog_conn *c, const char *why)
 {
-  log_msg("input '%s': connection from %s: %s", pl_input_name(c->l->pi), c->label,
+  log_warning("input '%s': connection from %s: %s", pl_input_name(c->l->pi), c->label,
           why);
   end(c);
 }

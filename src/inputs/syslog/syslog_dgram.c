@@ -203,7 +203,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
 
   (void)events;
   if (status < 0) {
-    log_msg("input '%s': polling %s: %s", pl_input_name(d->l->pi), d->l->address,
+    log_error("input '%s': polling %s: %s", pl_input_name(d->l->pi), d->l->address,
             uv_strerror(status));
     return;
   }
@@ -211,7 +211,7 @@ static void on_readable(uv_poll_t *p, int status, int events)
   for (int i = 0; i < BATCHES_PER_WAKEUP && !d->held; i++) {
     ssize_t n = receive(d);
     if (n < 0)
-      log_msg("input '%s': reading %s: %s", pl_input_name(d->l->pi), d->l->address,
+      log_error("input '%s': reading %s: %s", pl_input_name(d->l->pi), d->l->address,
               strerror(errno));
     if (n <= 0) break;
   }

@@ -68,7 +68,7 @@ void syslog_tally_note(syslog_listener *l, syslog_tally *t, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  log_msg("input '%s': %s (%llu so far, logged at most once a second)",
+  log_warning("input '%s': %s (%llu so far, logged at most once a second)",
           pl_input_name(l->pi), text, (unsigned long long)t->count);
 }
 
@@ -162,7 +162,7 @@ static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
   }
 fail:
   if (rc != 0)
-    snprintf(err, errlen, "%s:%d: input '%s': %s", pl_input_config(pi)->file,
+    snprintf(err, errlen, "%s:%d: input '%s': %s", p->file,
              p->line, p->name, why);
   return rc;
 }

@@ -73,10 +73,10 @@ static void hold(tail *t, tail_file *f, bool no_fds)
   t->nwaiting++;
   t->waited++;
   if (!no_fds && !t->warned_slots)
-    log_msg("input '%s': %zu files open (max_open_files); %s waits for a "
+    log_warning("input '%s': %zu files open (max_open_files); %s waits for a "
             "free slot, as will others", t->name, t->open_files, f->path);
   else if (no_fds && !t->warned_fds)
-    log_msg("input '%s': no file descriptor free for %s (%zu files open; "
+    log_warning("input '%s': no file descriptor free for %s (%zu files open; "
             "ulimit -n %" PRIu64 ", %d kept for checkpoints and outputs); it "
             "waits for one, as will others", t->name, f->path,
             t->open_files, fd_limit_current(), FD_LIMIT_RESERVED);
@@ -115,7 +115,7 @@ int tail_open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
     } else if (errno != ENOENT && !f->unreadable) {
       f->unreadable = true;
       t->unreadable++;
-      log_msg("input '%s': cannot read %s: %s; it is read once it can be",
+      log_warning("input '%s': cannot read %s: %s; it is read once it can be",
               t->name, path, strerror(errno));
     }
     return -1;
@@ -145,13 +145,13 @@ static void on_at_end(void *ud, input *in)
 void tail_log_truncated(const tail_file *f, const input *in)
 {
   if (in && in->carry.len > 0)
-    log_msg("input '%s': %s was truncated; reading it again from the start "
+    log_warning("input '%s': %s was truncated; reading it again from the start "
             "(the %zu bytes of an unfinished last line read before go to the "
             "dead-letter path, not on: a copy of the file, if followed, has "
             "the line whole)",
             f->t->name, f->path, in->carry.len);
   else
-    log_msg("input '%s': %s was truncated; reading it again from the start",
+    log_warning("input '%s': %s was truncated; reading it again from the start",
             f->t->name, f->path);
 }
 
@@ -214,7 +214,7 @@ void tail_start_reading(tail *t, tail_file *f, int fd)
   char err[512];
 
   if (!(src = pl_source_new(t->pi))) {
-    log_msg("input '%s': out of memory; %s is not read for now", t->name,
+    log_error("input '%s': out of memory; %s is not read for now", t->name,
             f->path);
     close(fd);
     return;
@@ -233,7 +233,7 @@ void tail_start_reading(tail *t, tail_file *f, int fd)
     join_init(pl_source_joiner(src), &t->cfg.join,
               pl_input_join_matcher(t->pi));
   if (input_start(in, t->loop, err, sizeof err) != 0) {
-    log_msg("%s", err);
+    log_error("%s", err);
     pl_source_free(src);
     return;
   }

@@ -125,7 +125,7 @@ produce_result kafka_send_from_disk(kafka_output *k)
     }
     if (!unpack(k, &r, &bytes, &len)) {
       /* Its checksum held, so we wrote it so: nothing to send it as. */
-      log_msg("%s: a record in the disk buffer is not one lumberjit "
+      log_warning("%s: a record in the disk buffer is not one lumberjit "
               "writes; it counts as lost", k->o->name);
       k->o->records_lost++;
       dq_ack(k->dq, k->stash_id);
@@ -394,7 +394,7 @@ void kafka_keep_held(kafka_output *k)
   uint64_t moved = move_held(k);
 
   if (moved)
-    log_msg("%s: every broker is down; the %" PRIu64 " records librdkafka "
+    log_warning("%s: every broker is down; the %" PRIu64 " records librdkafka "
             "held are in the disk buffer, and new records go behind them",
             k->o->name, moved);
 }

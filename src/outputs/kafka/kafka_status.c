@@ -66,16 +66,16 @@ static void log_probe(kafka_output *k)
             k->probe_partitions, k->probe_brokers,
             k->probe_brokers == 1 ? "" : "s");
   else if (k->probe_err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
-    log_msg("%s: topic '%s' does not exist and the brokers did not create "
+    log_error("%s: topic '%s' does not exist and the brokers did not create "
             "it: its records go to the dead-letter path (Unknown topic or "
             "partition) once librdkafka stops waiting for it "
             "(topic.metadata.propagation.max.ms, 30 s by default)", name,
             k->topic);
   else if (k->probe_err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
-    log_msg("%s: topic '%s': not authorised; its records go to the "
+    log_error("%s: topic '%s': not authorised; its records go to the "
             "dead-letter path", name, k->topic);
   else
-    log_msg("%s: topic '%s' not checked: no broker answered within %d s "
+    log_warning("%s: topic '%s' not checked: no broker answered within %d s "
             "(%s)", name, k->topic, PROBE_TIMEOUT_MS / 1000,
             rdk.rd_kafka_err2str(k->probe_err));
 }
@@ -116,7 +116,7 @@ void kafka_status_brokers_down(kafka_output *k)
   if (k->down_ns) return;
   k->down_ns = uv_hrtime();
   waiting(k, &queue, &disk);
-  log_msg("%s: every broker is down; %" PRIu64 " records waiting (%" PRIu64
+  log_warning("%s: every broker is down; %" PRIu64 " records waiting (%" PRIu64
           " in the queue, %" PRIu64 " in librdkafka, %" PRIu64 " in the disk "
           "buffer)", k->o->name, queue + k->in_flight + disk, queue,
           k->in_flight, disk);
@@ -141,7 +141,7 @@ void kafka_status_refused(kafka_output *k, const char *why)
   if (k->nrefusals == REFUSALS_LOGGED) return;
   if (!(k->refusals[k->nrefusals] = strdup(why))) return;
   k->nrefusals++;
-  log_msg("%s: Kafka refuses records: %s; they go to the dead-letter path "
+  log_error("%s: Kafka refuses records: %s; they go to the dead-letter path "
           "(logged once a reason%s)", k->o->name, why,
           k->nrefusals == REFUSALS_LOGGED ? "; no further reasons are logged"
                                           : "");

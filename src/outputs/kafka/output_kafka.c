@@ -478,11 +478,11 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason,
     return;
   }
   if (k->errors_unlogged)
-    log_msg("%s: Kafka: %s (and %" PRIu64 " more errors in the last %llu s)",
+    log_warning("%s: Kafka: %s (and %" PRIu64 " more errors in the last %llu s)",
             k->o->name, reason, k->errors_unlogged,
             ERROR_LOG_INTERVAL_NS / 1000000000);
   else
-    log_msg("%s: Kafka: %s", k->o->name, reason);
+    log_warning("%s: Kafka: %s", k->o->name, reason);
   k->error_logged_ns = now;
   k->errors_unlogged = 0;
 }
@@ -491,10 +491,14 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac,
                    const char *line)
 {
   kafka_output *k = rdk.rd_kafka_opaque(rk);
-  (void)level;
+  /* librdkafka's levels are syslog's: 3 and below errors, 4 warnings,
+   * 7 debug. */
+  log_level at = level <= 3 ? LOG_LEVEL_ERROR : level == 4 ? LOG_LEVEL_WARNING
+                 : level >= 7 ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
+
   /* A failure is reported to on_error too, which keeps the count. */
   if (strcmp(fac, "FAIL") == 0) return;
-  log_msg("%s: librdkafka %s: %s", k->o->name, fac, line);
+  log_at(at, "%s: librdkafka %s: %s", k->o->name, fac, line);
 }
 
 /* Serves what librdkafka queued for us; then the output goes on if
@@ -591,13 +595,13 @@ static void fail(output_sink *o, const char *reason)
   while (k->in_flight > 0 && uv_hrtime() < until) rdk.rd_kafka_poll(k->rk, 100);
   if (k->in_flight > 0) {
     /* Their reports will not come before the run ends: they are lost. */
-    log_msg("%s: librdkafka kept %" PRIu64 " records past the purge; they "
+    log_warning("%s: librdkafka kept %" PRIu64 " records past the purge; they "
             "count as lost: %s", o->name, k->in_flight, reason);
     o->records_lost += k->in_flight;
   }
   if (!k->dq) release_queued(k, o, reason);
   if (o->records_released)
-    log_msg("%s: stopped; %" PRIu64 " records Kafka did not take stay "
+    log_warning("%s: stopped; %" PRIu64 " records Kafka did not take stay "
             "unacknowledged: their inputs read them again in the next run",
             o->name, o->records_released);
   while (k->dq) {
@@ -622,7 +626,7 @@ static void save_cursor(output_sink *o)
   char err[256];
 
   if (k->dq && dq_save_cursor(k->dq, err, sizeof err) != 0)
-    log_msg("%s: %s", o->name, err);
+    log_error("%s: %s", o->name, err);
 }
 
 static void stats(const output_sink *o, output_tx_stats *st)

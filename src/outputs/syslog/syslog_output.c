@@ -146,7 +146,7 @@ static void save_cursor(output_sink *o)
   char err[256];
 
   if (so->spool && spool_save(so->spool, err, sizeof err) != 0)
-    log_msg("%s: %s", so->name, err);
+    log_warning("%s: %s", so->name, err);
 }
 
 static void stats(const output_sink *o, output_tx_stats *st)

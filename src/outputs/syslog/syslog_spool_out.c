@@ -155,7 +155,7 @@ void so_move_held(syslog_output *so)
       /* The room was there a moment ago: the disk itself is full. The
        * rest stay held and go out first on the next connection, ahead
        * of those that went to disk. */
-      log_msg("%s: %s; %zu records stay in memory", so->name, err,
+      log_warning("%s: %s; %zu records stay in memory", so->name, err,
               so->nents - i);
       memmove(&so->ents[first], e, (so->nents - i) * sizeof *e);
       so->nents = first + (so->nents - i);
@@ -195,7 +195,7 @@ void so_sync_at_stop(syslog_output *so, const char *reason)
 
   if (spool_unsynced(so->spool) == 0) return;
   if (spool_sync(so->spool, settle, so, err, sizeof err) != DQ_OK) {
-    log_msg("%s: %s", so->name, err);
+    log_warning("%s: %s", so->name, err);
     spool_drop_unsynced(so->spool, reason, settle, so);
   }
 }

@@ -195,7 +195,7 @@ void so_down(syslog_output *so, const char *why)
   so->ent_encoded = so->ent_head;
   so->udp_ready = false;
   if (!so->away && !so->stopped) {
-    log_msg("%s: %s: %s; %" PRIu64 " records wait to be sent again; "
+    log_warning("%s: %s: %s; %" PRIu64 " records wait to be sent again; "
             "reconnecting with back-off (%" PRIu64 " ms to %" PRIu64 " ms)",
             so->name, so->address, why, (uint64_t)(so->nents - so->ent_head),
             so->backoff_min_ms, so->backoff_max_ms);

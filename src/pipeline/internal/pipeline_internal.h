@@ -92,6 +92,7 @@ struct pl_input {
   /* Counted by the jobs that came back. */
   uint64_t records, overlong, truncated, dead;
   uint64_t messages, empty;  /* made of its records; records that made none */
+  char failure[512];         /* why it failed to start or read; "": not */
 };
 
 /* The pipeline keeps its own copies of the config's names and settings
@@ -151,6 +152,7 @@ struct pipeline {
   uv_timer_t stats_timer;    /* logs them every stats_interval_ms */
   unsigned stats_interval_ms; /* 0: only at exit */
   pipeline_stats snapshot;   /* pipeline_snapshot's storage */
+  pipeline_hooks hooks;      /* the owner's */
 };
 
 /* pipeline.c: what inputs, sinks, workers and timers call back. */
