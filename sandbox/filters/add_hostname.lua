@@ -23,20 +23,24 @@ if type(hostname) ~= "string" or hostname == "" then
 end
 local static = read_config("fields") or {}
 if type(static) ~= "table" then error("setting fields: a table of name = value expected") end
+-- As two lists: pairs() is not compiled by LuaJIT, a numeric loop is.
+local names, values = {}, {}
 for name, value in pairs(static) do
   local t = type(value)
   if type(name) ~= "string" or (t ~= "string" and t ~= "number" and t ~= "boolean") then
     error("setting fields: " .. tostring(name) .. " must be a name = string, number or boolean")
   end
+  names[#names + 1], values[#values + 1] = name, value
 end
+local nstatic = #names
 
-local read, inject_message, pairs = message.read, inject_message, pairs
+local read, inject_message = message.read, inject_message
 
 function process_message()
   local m = read()
   if m.Hostname == nil then m.Hostname = hostname end
   local fields = m.Fields
-  for name, value in pairs(static) do fields[name] = value end
+  for i = 1, nstatic do fields[names[i]] = values[i] end
   inject_message(m)
   return 0
 end
