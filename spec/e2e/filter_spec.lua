@@ -202,8 +202,8 @@ describe("an inline filter", function()
     assert.matches('^plugin "fail" is stopped after failing', dead[3].reason)
     assert.matches("plugin stopped after 2 failed calls in a row", stderr)
     assert.matches('sandbox "fail" %(.-fail%.lua%): restarted', stderr)
-    assert.are.same({ 4, 1, 3 }, (function(c) return { c.matched, c.injected, c.failed } end)(
-      filter_counts(stderr, "fail")))
+    local c = filter_counts(stderr, "fail")
+    assert.are.same({ 4, 1, 3 }, { c.matched, c.injected, c.failed })
     run.cleanup(dir)
   end)
 end)
@@ -333,6 +333,26 @@ describe("timer_event", function()
     assert.is_true(fails.ticks >= 1)
     assert.are.equal(fails.ticks, fails.ticks_failed)
     assert.matches("tick failed", r.stderr)
+    run.cleanup(r.dir)
+  end)
+end)
+
+describe("a filter without timer_event", function()
+  it("counts no timer events though it has a ticker_interval_ms", function()
+    local r = run.lumberjit{
+      config = [[
+        lumberjit = { workers = 1 }
+        stdin = { type = "stdin_input" }
+        f = { type = "filter", filename = "f.lua", message_matcher = "TRUE", mode = "tap",
+              ticker_interval_ms = 3600000 }
+        out = { type = "stdout_output", message_matcher = "TRUE" }
+      ]],
+      files = { ["f.lua"] = "function process_message() return 0 end\n" },
+      input = "a\n",
+    }
+    assert.are.equal(0, r.status, r.stderr)
+    local c = filter_counts(r.stderr, "f")
+    assert.are.same({ 0, 0 }, { c.ticks, c.ticks_failed })
     run.cleanup(r.dir)
   end)
 end)

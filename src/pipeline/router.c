@@ -260,9 +260,10 @@ void router_tick(router *r, size_t f, int64_t now_ns, bool shutdown)
   sandbox_result res;
 
   router_flush(r);
-  c->ticks++;
   sandbox_timer_event(r->filters[f].sb, now_ns, shutdown, &o, &r->batch,
                       &res);
+  /* A filter without timer_event was not called: no tick to count. */
+  c->ticks += res.status != SANDBOX_OK || sandbox_has_timer(r->filters[f].sb);
   c->ticks_failed += res.status != SANDBOX_OK;
   c->injected += r->batch.len;
   finish_batch(r, f + 1);
