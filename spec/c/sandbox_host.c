@@ -4,6 +4,7 @@
  * lumberjit runs, not an imitation of it.
  *
  *   sandbox_host DECODER SETTINGS [ENCODER SETTINGS]
+ *   sandbox_host DECODER SETTINGS --filter FILTER SETTINGS
  *
  * SETTINGS is the Lua source of the table read_config reads ("return {...}").
  * Each plugin gets the default limits, as a config without limits gives
@@ -27,6 +28,16 @@
  *   rejected REASON\n     or
  *   failed REASON\n
  *   end\n
+ *
+ * With a filter, each message goes to the filter (a batch of one, as
+ * sandbox_filter_many runs it) in place of an encoder, and "message\n" and
+ * its text are followed by "filtered K\n" and K times "message\n" and the
+ * text of a message it injected, or by "rejected REASON\n" or "failed
+ * REASON\n". A filter also takes requests
+ *
+ *   timer NS SHUTDOWN\n  timer_event(NS, SHUTDOWN ~= 0), answered with
+ *                         "ok K\n" and K messages, or "failed REASON\n",
+ *                         then "end\n".
  *
  * Before any request, the plugins loaded make "ready\n"; a plugin that does
  * not load makes "error LEN\n" LEN bytes "\n" and exit status 1. The runtime's log (print() lines among it) goes to stderr.
@@ -52,8 +63,12 @@ static void on_log(void *ud, const char *line)
 static sandbox *load(sandbox_kind kind, const char *file, const char *settings,
                      sandbox_watchdog *wd)
 {
+  static const char *const names[] = {
+    [SANDBOX_DECODER] = "decoder", [SANDBOX_ENCODER] = "encoder",
+    [SANDBOX_FILTER] = "filter"
+  };
   sandbox_config cfg = {
-    .name = kind == SANDBOX_DECODER ? "decoder" : "encoder",
+    .name = names[kind],
     .filename = file, .kind = kind, .settings = settings,
     .module_dirs = LUMBERJIT_MODULE_DIR ";" LUMBERJIT_BUILT_MODULES_DIR,
     .log = on_log
@@ -96,15 +111,73 @@ static void put_encoded(buf *out, buf *encoded, sandbox *encoder,
   buf_append_str(out, "\n");
 }
 
-/* Reads one request's line; false at the end of the input. */
-static bool read_request(char **data, size_t *cap, size_t *record_len,
-                         size_t *origin_len, bool *has_origin)
+/* "message\n" and the text of each message of the batch from `first`. */
+static void put_messages(buf *out, const msg_batch *batch, uint32_t first)
 {
-  char line[64];
-  int fields;
+  for (uint32_t i = first; i < batch->len; i++) {
+    buf_append_str(out, "message\n");
+    message_text(out, &batch->msgs[i], "  ");
+  }
+}
 
-  if (!fgets(line, sizeof line, stdin)) return false;
-  fields = sscanf(line, "%zu %zu", record_len, origin_len);
+static void filter_ended(void *ud, size_t i, const sandbox_result *res)
+{
+  (void)i;
+  *(sandbox_result *)ud = *res;
+}
+
+/* Message m through the filter, as the router runs it: a batch of one. */
+static void put_filtered(buf *out, msg_batch *filtered, sandbox *filter,
+                         const msg *m)
+{
+  sandbox_result res;
+  sandbox_each each = {NULL, filter_ended, &res};
+  char head[40];
+
+  msg_batch_clear(filtered);
+  sandbox_filter_many(filter, &m, 1, filtered, &each);
+  if (res.status != SANDBOX_OK) {
+    put_failure(out, &res);
+    return;
+  }
+  snprintf(head, sizeof head, "filtered %" PRIu32 "\n", filtered->len);
+  buf_append_str(out, head);
+  put_messages(out, filtered, 0);
+}
+
+/* A "timer NS SHUTDOWN" request: the filter's timer_event. */
+static void put_timer(buf *out, msg_batch *injected, sandbox *filter,
+                      const char *line)
+{
+  msg_origin origin = {.input = "timer"};
+  sandbox_result res;
+  int64_t ns;
+  int shutdown;
+  char head[40];
+
+  if (!filter || sscanf(line, "timer %" SCNd64 " %d", &ns, &shutdown) != 2) {
+    fprintf(stderr, "sandbox_host: bad timer request: %s", line);
+    exit(2);
+  }
+  msg_batch_clear(injected);
+  sandbox_timer_event(filter, ns, shutdown != 0, &origin, injected, &res);
+  if (res.status != SANDBOX_OK) {
+    put_failure(out, &res);
+  } else {
+    snprintf(head, sizeof head, "ok %" PRIu32 "\n", injected->len);
+    buf_append_str(out, head);
+    put_messages(out, injected, 0);
+  }
+  buf_append_str(out, "end\n");
+}
+
+/* Reads one record request, whose line is `line`. */
+static void read_request(const char *line, char **data, size_t *cap,
+                         size_t *record_len, size_t *origin_len,
+                         bool *has_origin)
+{
+  int fields = sscanf(line, "%zu %zu", record_len, origin_len);
+
   if (fields < 1) {
     fprintf(stderr, "sandbox_host: bad request line: %s", line);
     exit(2);
@@ -121,21 +194,22 @@ static bool read_request(char **data, size_t *cap, size_t *record_len,
     fprintf(stderr, "sandbox_host: a request ends early\n");
     exit(2);
   }
-  return true;
 }
 
 int main(int argc, char **argv)
 {
   sandbox_watchdog *wd;
-  sandbox *decoder, *encoder = NULL;
-  msg_batch batch = {0};
+  sandbox *decoder, *encoder = NULL, *filter = NULL;
+  bool filtering = argc == 6 && strcmp(argv[3], "--filter") == 0;
+  msg_batch batch = {0}, filtered = {0};
   buf out = {0}, encoded = {0};
-  char err[256], *data = NULL;
+  char err[256], line[64], *data = NULL;
   size_t cap = 0, record_len, origin_len;
   bool has_origin;
 
-  if (argc != 3 && argc != 5) {
-    fprintf(stderr, "usage: sandbox_host DECODER SETTINGS [ENCODER SETTINGS]\n");
+  if (argc != 3 && argc != 5 && !filtering) {
+    fprintf(stderr, "usage: sandbox_host DECODER SETTINGS "
+                    "[ENCODER SETTINGS | --filter FILTER SETTINGS]\n");
     return 2;
   }
   wd = sandbox_watchdog_start(10, err, sizeof err);
@@ -145,19 +219,28 @@ int main(int argc, char **argv)
   }
   decoder = load(SANDBOX_DECODER, argv[1], argv[2], wd);
   if (decoder && argc == 5) encoder = load(SANDBOX_ENCODER, argv[3], argv[4], wd);
-  if (!decoder || (argc == 5 && !encoder)) {
+  if (decoder && filtering) filter = load(SANDBOX_FILTER, argv[4], argv[5], wd);
+  if (!decoder || (argc == 5 && !encoder) || (filtering && !filter)) {
     sandbox_destroy(decoder);
     sandbox_watchdog_stop(wd);
     return 1;
   }
   puts("ready");
   fflush(stdout);
-  while (read_request(&data, &cap, &record_len, &origin_len, &has_origin)) {
-    msg_origin rec = {.input = "spec", .bytes = data, .len = record_len};
+  while (fgets(line, sizeof line, stdin)) {
+    msg_origin rec;
     sandbox_result res;
 
-    msg_batch_clear(&batch);
     buf_clear(&out);
+    if (strncmp(line, "timer ", 6) == 0) {
+      put_timer(&out, &filtered, filter, line);
+      fwrite(out.data, 1, out.len, stdout);
+      fflush(stdout);
+      continue;
+    }
+    read_request(line, &data, &cap, &record_len, &origin_len, &has_origin);
+    rec = (msg_origin){.input = "spec", .bytes = data, .len = record_len};
+    msg_batch_clear(&batch);
     sandbox_decode(decoder, &rec, &batch, &res);
     if (res.status != SANDBOX_OK) put_failure(&out, &res);
     else {
@@ -174,15 +257,18 @@ int main(int argc, char **argv)
       buf_append_str(&out, "message\n");
       message_text(&out, m, "  ");
       if (encoder) put_encoded(&out, &encoded, encoder, m);
+      if (filter) put_filtered(&out, &filtered, filter, m);
     }
     buf_append_str(&out, "end\n");
     fwrite(out.data, 1, out.len, stdout);
     fflush(stdout);
   }
+  sandbox_destroy(filter);
   sandbox_destroy(encoder);
   sandbox_destroy(decoder);
   sandbox_watchdog_stop(wd);
   msg_batch_free(&batch);
+  msg_batch_free(&filtered);
   buf_free(&out);
   buf_free(&encoded);
   free(data);

@@ -184,3 +184,53 @@ describe("examples/nginx-to-json.lua", function()
     run.cleanup(dir)
   end)
 end)
+
+describe("examples/syslog-filters.lua", function()
+  it("enriches, masks and samples syslog lines and counts them per host on a second output", function()
+    local r = run_example("syslog-filters.lua", "syslog-filters.txt")
+    assert.are.equal(0, r.status, r.stderr)
+    local got = {}
+    for _, line in ipairs(run.lines(r.stdout)) do
+      local doc = cjson.decode(line)
+      assert.are.equal("prod", doc.env)
+      got[#got + 1] = doc.host .. " " .. doc.message
+    end
+    -- Of the five debug lines, the 1st and 5th are kept (sample); the line
+    -- without a host name gets the collector's; passwords are masked.
+    assert.are.same({
+      "web01 Accepted password for deploy from 10.1.2.3 port 52144 ssh2",
+      "web01 login user=alice password=*** ok",
+      "web01 debug 1 cache warm",
+      "collector-1 nightly job done, password=*** rotated",
+      "db02 Started Daily apt download activities.",
+      "db02 debug 5 cache warm",
+    }, got)
+    assert.matches("filter 'sample': 5 messages matched, 2 injected, 3 dropped, 0 failed", r.stderr)
+    local counts = {}
+    for _, line in ipairs(run.lines(run.read(r.dir .. "/counts.json"))) do
+      local doc = cjson.decode(line)
+      assert.are.equal("count", doc.type)
+      counts[doc.key] = doc.count
+    end
+    assert.are.same({ web01 = 3, db02 = 2, ["collector-1"] = 1 }, counts)
+    run.cleanup(r.dir)
+  end)
+end)
+
+describe("examples/", function()
+  it("are each run by a spec", function()
+    local specs = {}
+    for path in io.popen("ls " .. run.root .. "/spec/e2e/*_spec.lua"):lines() do
+      specs[#specs + 1] = run.read(path)
+    end
+    for path in io.popen("ls " .. run.root .. "/examples/*.lua"):lines() do
+      local name = path:match("[^/]+$")
+      local found = false
+      for _, text in ipairs(specs) do
+        found = found or text:find('"/examples/' .. name .. '"', 1, true) ~= nil
+          or text:find('run_example("' .. name .. '"', 1, true) ~= nil
+      end
+      assert.is_true(found, "no spec runs examples/" .. name)
+    end
+  end)
+end)

@@ -23,6 +23,18 @@
 -- encode gives the bytes written, or -2 (skipped), or -1 and the reason the
 -- encoder returned, or nil and the reason the call failed.
 --
+-- A filter is given its messages through message_feeder.lua too:
+--
+--   local f = host.filter("sandbox/filters/sample.lua", { keep_one_in = 2 })
+--   local messages = f:filter({ Payload = "a", Fields = { user = "u1" } })
+--   local summary = f:timer(1e9, true)
+--
+-- filter gives the messages the filter injected for the message (none: it
+-- dropped it), or nil, the reason and "rejected" (it returned -1) or
+-- "failed" (the call failed); timer runs timer_event(ns, shutdown) and gives
+-- what it injected, or nil and the reason it failed. Messages lose their
+-- value types as decode's do (an integer field reads as a number).
+--
 -- Each plugin is a process; at most MAX_OPEN run at once, the least
 -- recently used is ended to make room, and using it after that is an error.
 
@@ -155,13 +167,19 @@ function Process:bytes(n)
   return data
 end
 
--- Starts a host for the plugins in `args`: { file, settings or nil, ... }.
+-- Starts a host for the plugins in `args`: { file, settings or nil, ... },
+-- "--filter" before a filter's file.
 local function start(args)
   while #open >= MAX_OPEN do open[1]:close() end
-  local command = { shell_quote(binary()) }
-  for i = 1, #args, 2 do
+  local command, i = { shell_quote(binary()) }, 1
+  while i <= #args do
+    if args[i] == "--filter" then
+      command[#command + 1] = args[i]
+      i = i + 1
+    end
     command[#command + 1] = shell_quote(args[i])
     command[#command + 1] = shell_quote("return " .. source_of(args[i + 1] or {}))
+    i = i + 2
   end
   local fifo = os.tmpname()
   os.remove(fifo)
@@ -308,6 +326,54 @@ function Encoder:encode(message)
   end
   assert(process:line() == "end", "sandbox_host: expected the end of a reply")
   return rc, err
+end
+
+local Filter = {}
+Filter.__index = Filter
+
+function host.filter(filename, settings)
+  return setmetatable({ process = start({ FEEDER, false, "--filter", filename, settings }) }, Filter)
+end
+
+-- "ok K" and K messages, or a failure, then the end of the reply.
+local function injected(process, status, who)
+  local count = tonumber(status:match("^ok (%d+)$") or status:match("^filtered (%d+)$"))
+  local messages, err, kind = {}, nil, nil
+  if count then
+    for _ = 1, count do
+      assert(process:line() == "message", "sandbox_host: expected a message")
+      messages[#messages + 1] = process:message()
+    end
+  else
+    local rc
+    rc, err = outcome(status, who)
+    messages, kind = nil, rc == -1 and "rejected" or "failed"
+  end
+  assert(process:line() == "end", "sandbox_host: expected the end of a reply")
+  return messages, err, kind
+end
+
+function Filter:filter(message)
+  local process = self.process
+  local status = process:request("return " .. source_of(message), "")
+  if status ~= "ok 1" then
+    local _, reason = outcome(status, "decoder")
+    error("sandbox_host: the message does not inject: " .. tostring(reason), 2)
+  end
+  assert(process:line() == "message", "sandbox_host: expected a message")
+  process:message()
+  return injected(process, process:line(), "filter")
+end
+
+function Filter:timer(ns, shutdown)
+  local process = self.process
+  if process.closed then
+    error("sandbox_host: this plugin's process was ended to make room for newer ones", 2)
+  end
+  touch(process)
+  process.input:write(string.format("timer %.0f %d\n", ns, shutdown and 1 or 0))
+  process.input:flush()
+  return injected(process, process:line(), "filter")
 end
 
 return host

@@ -120,8 +120,9 @@ void filter_stage_tick(filter_stage *s, size_t f, int64_t now_ns,
   uint32_t before = batch->len;
   sandbox_result res;
 
-  c->ticks++;
   sandbox_timer_event(s->filters[f].sb, now_ns, shutdown, &o, batch, &res);
+  /* A filter without timer_event was not called: no tick to count. */
+  c->ticks += res.status != SANDBOX_OK || sandbox_has_timer(s->filters[f].sb);
   c->ticks_failed += res.status != SANDBOX_OK;
   c->injected += batch->len - before;
   filter_stage_run(s, batch, f + 1);
