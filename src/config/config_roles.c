@@ -363,6 +363,11 @@ static const config_key filter_keys[] = {
            "is routed too"},
   {"ticker_interval_ms", KEY_COUNT, F(ticker_interval_ms), "0", 0, 86400000,
    .help = "how often its timer_event(ns) runs (0: never)"},
+  /* A filter that modifies a message injects all of it again: as much as
+   * the longest record (max_line's 1 MiB), not a decoder's 64 KiB. */
+  {"output_limit", KEY_COUNT, LIMIT(output_limit), "1048576", 0, 1e12,
+   .in_plugin = true, .help = "bytes one call may make (held to a 32nd of "
+   "memory_budget)"},
   {NULL}
 };
 

@@ -303,7 +303,14 @@ static void remove_fields(lua_State *L, const char *table,
 }
 
 /* jit.opt.start("maxmcode=N"): machine code is not allocated through the
- * state's allocator, so it is bounded here. */
+ * state's allocator, so it is bounded here.
+ *
+ * loopunroll=60 (LuaJIT's default is 15): a plugin that calls an API
+ * function of ours (read_message, record_find, ...) more than about five
+ * times an item makes that function hot before the driver's loop is, and
+ * the traces starting in it were abandoned ("loop unroll limit") until it
+ * was blacklisted: no trace could then inline it, and the driver's loop
+ * ran interpreted. Six read_message calls an item cost 7 times as much. */
 static int set_mcode_limit(lua_State *L)
 {
   sandbox *sb = sandbox_of(L);
@@ -311,7 +318,8 @@ static int set_mcode_limit(lua_State *L)
   lua_getfield(L, -1, "opt");
   lua_getfield(L, -1, "start");
   lua_pushfstring(L, "maxmcode=%d", (int)sb->limits.mcode_limit_kb);
-  lua_call(L, 1, 0);
+  lua_pushliteral(L, "loopunroll=60");
+  lua_call(L, 2, 0);
   return 0;
 }
 
