@@ -217,6 +217,37 @@ describe("examples/syslog-filters.lua", function()
   end)
 end)
 
+describe("examples/app-json-lines.lua", function()
+  it("types JSON lines, samples debug by request and enriches every message", function()
+    local dir = run.tmpdir()
+    os.execute("cd " .. run.quote(dir) .. " && mkdir -p logs state && cp "
+      .. run.quote(run.root .. "/examples/data/app.jsonl") .. " logs/app.log")
+    run.for_seconds(dir, run.root .. "/examples/app-json-lines.lua", 1)
+    local docs, debug = {}, {}
+    for _, line in ipairs(run.lines(run.read(dir .. "/app.json"))) do
+      local doc = cjson.decode(line)
+      docs[#docs + 1] = doc
+      assert.are.equal("prod", doc.env)
+      if doc.severity == 7 then debug[#debug + 1] = doc["req.id"] end
+    end
+    -- 20 debug lines, one request each: the keys whose hash is 0 mod 10.
+    assert.are.same({ "r1", "r16" }, debug)
+    assert.are.equal(5, #docs)
+    assert.are.equal("2026-11-26T19:41:08.123Z", docs[1]["@timestamp"])
+    assert.are.equal("listening", docs[1].message)
+    assert.are.equal("app-host-1", docs[1].host)
+    assert.are.equal(8080, docs[1].port)
+    assert.are.equal(812, docs[4].ms)
+    assert.are.equal("alice", docs[4]["req.user"])
+    assert.are.equal("db02", docs[5].host)     -- its own host is kept
+    assert.are.equal(3, docs[5].severity)
+    local dead = cjson.decode(run.read(dir .. "/app.dead-letter.log"))
+    assert.are.equal("{not json", dead.payload)
+    assert.matches("not JSON", dead.reason)
+    run.cleanup(dir)
+  end)
+end)
+
 describe("examples/", function()
   it("are each run by a spec", function()
     local specs = {}
