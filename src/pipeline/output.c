@@ -14,6 +14,7 @@
  */
 #include "output.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +347,20 @@ void output_release(output_sink *o, const output_record *r)
 {
   o->records_released++;
   checkpoint_release(r->ack);
+}
+
+void output_summary_tail(const output_sink *o, const output_tx_stats *st,
+                         char *line, size_t len)
+{
+  int n = 0;
+
+  if (st->has_disk_buffer)
+    n = snprintf(line, len, "; %" PRIu64 " put in the disk buffer, which "
+                 "holds %" PRIu64 " records (%" PRIu64 " bytes)",
+                 st->disk_put, st->disk_records, st->disk_bytes);
+  if (o->records_released && n >= 0 && (size_t)n < len)
+    snprintf(line + n, len - (size_t)n, "; %" PRIu64 " left unacknowledged "
+             "for the next run to read again", o->records_released);
 }
 
 void output_wake(output_sink *o)

@@ -240,6 +240,10 @@ void output_undeliverable(output_sink *o, const output_record *r,
  * record whose input can (checkpoint_rereadable(r->ack)); a stopping
  * transport uses it where it would otherwise dead-letter what it holds. */
 void output_release(output_sink *o, const output_record *r);
+/* For a transport's summary line: appends what its disk buffer took and
+ * holds (st) and the records left for the next run to read again. */
+void output_summary_tail(const output_sink *o, const output_tx_stats *st,
+                         char *line, size_t len);
 /* The transport can take records again: a waiting sink goes on. */
 void output_wake(output_sink *o);
 /* fsyncs and reopens the path (log rotation); stdout is left alone. */

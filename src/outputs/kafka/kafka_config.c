@@ -198,34 +198,14 @@ static int read_idempotent(plugin_ctx *c, void *settings)
 
 #define K(field) offsetof(config_kafka, field)
 
-static const config_key disk_buffer_keys[] = {
-  {"path", KEY_STRING, K(buffer_path),
-   .help = "its directory (default: state_dir/kafka-NAME)"},
-  {"max_bytes", KEY_COUNT, K(buffer_max_bytes), "1073741824", 0, 1e15,
-   .help = "what it may hold"},
-  {"segment_bytes", KEY_COUNT, K(buffer_segment_bytes), "16777216", 4096,
-   1u << 30, .help = "the size of one of its files"},
-  {NULL}
-};
-
-/* disk_buffer = { path =, max_bytes =, segment_bytes = }; path defaults
- * to a directory in state_dir (kafka_open). No disk_buffer: max_bytes 0. */
 static int read_disk_buffer(plugin_ctx *c, void *settings)
 {
-  config_kafka *k = settings;
-  int rc = cfg_read_table(c, "disk_buffer", "a table {path=, max_bytes=, "
-                          "segment_bytes=}", disk_buffer_keys, k);
-
-  if (rc > 0 && k->buffer_max_bytes < k->buffer_segment_bytes)
-    return cfg_key_fail(c, "disk_buffer", "max_bytes must be at least "
-                        "segment_bytes (%llu)",
-                        (unsigned long long)k->buffer_segment_bytes);
-  return rc < 0 ? -1 : 0;
+  return config_read_disk_buffer(c, &((config_kafka *)settings)->buffer);
 }
 
 static void free_disk_buffer(void *settings)
 {
-  cfg_free_keys(disk_buffer_keys, settings);
+  config_free_disk_buffer(&((config_kafka *)settings)->buffer);
 }
 
 /* The last value of property name in pl, or NULL. */
@@ -319,12 +299,8 @@ static int kafka_finish(plugin_ctx *c, config_plugin *p)
 
 static int kafka_check(plugin_ctx *c, const config *cfg, const config_plugin *p)
 {
-  const config_kafka *k = p->settings;
-
-  if (k->buffer_max_bytes && !k->buffer_path && !cfg->state_dir)
-    return cfg_key_fail(c, "disk_buffer", "needs a path, or "
-                        "lumberjit.state_dir to keep it in");
-  return 0;
+  return config_check_disk_buffer(c, cfg,
+                                  &((const config_kafka *)p->settings)->buffer);
 }
 
 static const config_key kafka_keys[] = {

@@ -14,14 +14,10 @@ static int kafka_open(output_sink *o, const output_host *h,
 {
   const config_kafka *k = p->settings;
   char dir[4096];
-  const char *buffer = NULL;
+  const char *buffer = config_disk_buffer_dir(&k->buffer, h->state_dir,
+                                              "kafka", p->name, dir,
+                                              sizeof dir);
 
-  if (k->buffer_max_bytes && k->buffer_path) {
-    buffer = k->buffer_path;
-  } else if (k->buffer_max_bytes) { /* kafka_check made sure of state_dir */
-    snprintf(dir, sizeof dir, "%s/kafka-%s", h->state_dir, p->name);
-    buffer = dir;
-  }
   return output_kafka_open(o, h->loop, h->label, k, buffer, h->events, err,
                            errlen);
 }

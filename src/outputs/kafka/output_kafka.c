@@ -658,13 +658,8 @@ static void summary(output_sink *o, char *line, size_t len)
                st.delivered, st.disk_delivered, st.refused, st.latency_ms[0],
                st.latency_ms[1], st.latency_ms[2], st.latency_ms[3],
                st.latency_ms[4]);
-  if (st.has_disk_buffer && n > 0 && (size_t)n < len)
-    n += snprintf(line + n, len - (size_t)n, "; %" PRIu64 " put in the "
-                  "disk buffer, which holds %" PRIu64 " records (%" PRIu64
-                  " bytes)", st.disk_put, st.disk_records, st.disk_bytes);
-  if (o->records_released && n > 0 && (size_t)n < len)
-    snprintf(line + n, len - (size_t)n, "; %" PRIu64 " left unacknowledged "
-             "for the next run to read again", o->records_released);
+  if (n > 0 && (size_t)n < len)
+    output_summary_tail(o, &st, line + n, len - (size_t)n);
 }
 
 static void close_handles(output_sink *o)
@@ -792,10 +787,10 @@ static int open_disk_buffer(kafka_output *k, const config_kafka *cfg,
 {
   dq_stats_t st;
 
-  if (dq_open(&k->dq, dir, cfg->buffer_max_bytes, cfg->buffer_segment_bytes,
+  if (dq_open(&k->dq, dir, cfg->buffer.max_bytes, cfg->buffer.segment_bytes,
               err, errlen) != 0)
     return -1;
-  k->buffer_max = cfg->buffer_max_bytes;
+  k->buffer_max = cfg->buffer.max_bytes;
   dq_stats(k->dq, &st);
   if (st.records > 0) {
     log_msg("%s: the disk buffer %s holds %" PRIu64 " records (%" PRIu64

@@ -95,6 +95,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "config_disk_buffer.h"
 #include "output.h"
 #include "plugin.h"
 
@@ -111,8 +112,7 @@ typedef struct {
   char **properties;     /* librdkafka's, checked: name, value, ..., NULL */
   uint64_t memory_bytes; /* what librdkafka's records may take, each
                           counted as its bytes twice + KAFKA_RECORD_OVERHEAD */
-  char *buffer_path;     /* the disk buffer's directory; NULL: none */
-  uint64_t buffer_max_bytes, buffer_segment_bytes;
+  config_disk_buffer buffer;
   uint64_t bytes_per_second, messages_per_second; /* caps; 0: none */
   /* The keys that become properties, as given (kafka_config.c's finish
    * makes `properties` of them). */

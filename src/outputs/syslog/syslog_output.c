@@ -184,13 +184,8 @@ static void summary(output_sink *o, char *line, size_t len)
                st.delivered, st.disk_delivered, st.refused, st.connects,
                st.connect_failures, st.latency_ms[0], st.latency_ms[2],
                st.latency_ms[4]);
-  if (st.has_disk_buffer && n > 0 && (size_t)n < len)
-    n += snprintf(line + n, len - (size_t)n, "; %" PRIu64 " put in the "
-                  "disk buffer, which holds %" PRIu64 " records (%" PRIu64
-                  " bytes)", st.disk_put, st.disk_records, st.disk_bytes);
-  if (o->records_released && n > 0 && (size_t)n < len)
-    snprintf(line + n, len - (size_t)n, "; %" PRIu64 " left unacknowledged "
-             "for the next run to read again", o->records_released);
+  if (n > 0 && (size_t)n < len)
+    output_summary_tail(o, &st, line + n, len - (size_t)n);
 }
 
 static void close_handles(output_sink *o)
@@ -263,8 +258,8 @@ static int open_spool(syslog_output *so, const syslog_output_config *cfg,
 {
   spool_stats_t st;
 
-  if (spool_open(&so->spool, dir, cfg->buffer_max_bytes,
-                 cfg->buffer_segment_bytes, err, errlen) != 0)
+  if (spool_open(&so->spool, dir, cfg->buffer.max_bytes,
+                 cfg->buffer.segment_bytes, err, errlen) != 0)
     return -1;
   spool_stats(so->spool, &st);
   if (st.dq.records > 0) {

@@ -89,6 +89,7 @@
 
 #include <uv.h>
 
+#include "config_disk_buffer.h"
 #include "output.h"
 #include "plugin.h"
 
@@ -104,9 +105,7 @@ typedef struct syslog_output_config {
   so_framing framing;
   uint64_t reconnect_min_ms, reconnect_max_ms, connect_timeout_ms;
   char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
-  char *buffer_path;          /* NULL: in state_dir, when buffer_max_bytes */
-  uint64_t buffer_max_bytes;  /* 0: no disk buffer */
-  uint64_t buffer_segment_bytes;
+  config_disk_buffer buffer;
 } syslog_output_config;
 
 extern const plugin_type syslog_output_type;

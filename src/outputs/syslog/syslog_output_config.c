@@ -85,29 +85,9 @@ static int read_framing(plugin_ctx *c, void *settings)
 
 #define S(field) offsetof(syslog_output_config, field)
 
-static const config_key disk_buffer_keys[] = {
-  {"path", KEY_STRING, S(buffer_path),
-   .help = "its directory (default: state_dir/syslog-NAME)"},
-  {"max_bytes", KEY_COUNT, S(buffer_max_bytes), "1073741824", 0, 1e15,
-   .help = "what it may hold"},
-  {"segment_bytes", KEY_COUNT, S(buffer_segment_bytes), "16777216", 4096,
-   1u << 30, .help = "the size of one of its files"},
-  {NULL}
-};
-
-/* disk_buffer = { path =, max_bytes =, segment_bytes = }; path defaults
- * to a directory in state_dir (syslog_open). No disk_buffer: max_bytes 0. */
 static int read_disk_buffer(plugin_ctx *c, void *settings)
 {
-  syslog_output_config *s = settings;
-  int rc = cfg_read_table(c, "disk_buffer", "a table {path=, max_bytes=, "
-                          "segment_bytes=}", disk_buffer_keys, s);
-
-  if (rc > 0 && s->buffer_max_bytes < s->buffer_segment_bytes)
-    return cfg_key_fail(c, "disk_buffer", "max_bytes must be at least "
-                        "segment_bytes (%llu)",
-                        (unsigned long long)s->buffer_segment_bytes);
-  return rc < 0 ? -1 : 0;
+  return config_read_disk_buffer(c, &((syslog_output_config *)settings)->buffer);
 }
 
 static void free_address(void *settings)
@@ -122,7 +102,7 @@ static void free_address(void *settings)
 
 static void free_disk_buffer(void *settings)
 {
-  cfg_free_keys(disk_buffer_keys, settings);
+  config_free_disk_buffer(&((syslog_output_config *)settings)->buffer);
 }
 
 /* Rules across keys: TLS files for tls:// only, a certificate with its
@@ -162,12 +142,8 @@ static int syslog_finish(plugin_ctx *c, config_plugin *p)
 static int syslog_check(plugin_ctx *c, const config *cfg,
                         const config_plugin *p)
 {
-  const syslog_output_config *s = p->settings;
-
-  if (s->buffer_max_bytes && !s->buffer_path && !cfg->state_dir)
-    return cfg_key_fail(c, "disk_buffer", "needs a path, or "
-                        "lumberjit.state_dir to keep it in");
-  return 0;
+  return config_check_disk_buffer(
+      c, cfg, &((const syslog_output_config *)p->settings)->buffer);
 }
 
 /* ---- the pipeline's part (plugin.h) ---- */
@@ -178,14 +154,10 @@ static int syslog_open(output_sink *o, const output_host *h,
 {
   const syslog_output_config *s = p->settings;
   char dir[4096];
-  const char *buffer = NULL;
+  const char *buffer = config_disk_buffer_dir(&s->buffer, h->state_dir,
+                                              "syslog", p->name, dir,
+                                              sizeof dir);
 
-  if (s->buffer_max_bytes && s->buffer_path) {
-    buffer = s->buffer_path;
-  } else if (s->buffer_max_bytes) { /* syslog_check made sure of state_dir */
-    snprintf(dir, sizeof dir, "%s/syslog-%s", h->state_dir, p->name);
-    buffer = dir;
-  }
   return syslog_output_open(o, h->loop, h->label, s, buffer, h->events, err,
                             errlen);
 }
