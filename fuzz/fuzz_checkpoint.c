@@ -25,12 +25,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[64], state[96], logfile[96];
 
+/* The directory goes at exit (libFuzzer's end of a timed run too). */
+static void remove_dir(void)
+{
+  char tmp[128];
+  unlink(state);
+  snprintf(tmp, sizeof tmp, "%s.tmp", state);
+  unlink(tmp);
+  unlink(logfile);
+  rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (!dir[0]) {
     snprintf(dir, sizeof dir, "%s/lj-fuzz-cp-XXXXXX",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(dir)) abort();
+    atexit(remove_dir);
     snprintf(state, sizeof state, "%s/checkpoints", dir);
     snprintf(logfile, sizeof logfile, "%s/app.log", dir);
     FILE *f = fopen(logfile, "w");

@@ -71,12 +71,20 @@ static void write_file(const char *path, const uint8_t *p, size_t n)
   close(fd);
 }
 
+/* The directory goes at exit (libFuzzer's end of a timed run too). */
+static void remove_dir(void)
+{
+  empty_dir();
+  rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (!dir[0]) {
     snprintf(dir, sizeof dir, "%s/lj-fuzz-dq-XXXXXX",
              access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
     if (!mkdtemp(dir)) abort();
+    atexit(remove_dir);
   }
   if (size < 2) return 0;
   empty_dir();
