@@ -224,6 +224,24 @@ static void test_datagrams(void)
         strcmp(g.text[1], "<13>c\r") == 0 && strcmp(g.text[2], "<13>d\r") == 0);
 }
 
+/* Found by fuzz/fuzz_frame.c. A CR held past max, with max 1: the CR
+ * before it went as a piece, and the held one was the ending CRLF's, so
+ * there is no further (empty) piece; and a frame cut short with a CR held
+ * past max hands its max bytes on as the frame's piece, as when the CR
+ * comes in a longer read, only the rest as malformed. */
+static void test_fuzz_findings(void)
+{
+  got g;
+
+  frames(FRAMING_NEWLINE, 1, "x\r\r\n", true, &g);
+  CHECK(g.n == 2 && strcmp(g.text[0], "x") == 0 && g.piece[0] == 1 &&
+        strcmp(g.text[1], "\r") == 0 && g.piece[1] == 2);
+  frames(FRAMING_OCTET_COUNTED, 1, "4 \r\r", true, &g);
+  CHECK(g.n == 2 && !g.bad[0] && g.piece[0] == 1 &&
+        strcmp(g.text[0], "\r") == 0 && g.bad[1] &&
+        strcmp(g.text[1], "\r") == 0);
+}
+
 int main(void)
 {
   test_octet_counted();
@@ -233,5 +251,6 @@ int main(void)
   test_cr_at_max();
   test_malformed();
   test_datagrams();
+  test_fuzz_findings();
   return check_summary();
 }

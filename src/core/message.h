@@ -134,9 +134,11 @@ static inline bool msg_store(msg *m, const void *bytes, size_t len,
   return true;
 }
 
+/* An empty span of a message that stored no byte yet (a field named "",
+ * its arena still NULL) is "": NULL + 0 is undefined behaviour. */
 static inline const char *msg_str(const msg *m, msg_span s)
 {
-  return m->arena + s.off;
+  return m->arena ? m->arena + s.off : "";
 }
 
 /* Appends a field with `count` zeroed values of `type`; returns it, or NULL

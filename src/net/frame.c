@@ -89,7 +89,10 @@ static void end_message(frame_reader *f, const frame_handler *h,
     add(f, h, bytes, len);
     while (f->held.len > f->max) hand_full(f, h); /* a CR past max */
     if (garbage) h->malformed(h->ud, f->held.data, f->held.len, f->reason);
-    else h->message(h->ud, f->held.data, f->held.len, f->piece ? ++f->piece : 0);
+    /* Nothing held after pieces went on (max 1: a held CR went as a piece,
+     * and the one after it was the ending CRLF's) is no further piece. */
+    else if (f->held.len > 0 || f->piece == 0)
+      h->message(h->ud, f->held.data, f->held.len, f->piece ? ++f->piece : 0);
   }
   f->held.len = 0;
   f->piece = 0;
@@ -235,6 +238,10 @@ void frame_end(frame_reader *f, const frame_handler *h)
     end_message(f, h, NULL, 0);
     break;
   case FRAME_OCTETS:
+    /* A CR held past max (add) waited to see if an LF came: the max bytes
+     * before it are the frame's piece, as they are when the CR comes in a
+     * longer read; only what is held after them is malformed. */
+    while (f->held.len > f->max) hand_full(f, h);
     f->state = FRAME_GARBAGE;
     snprintf(f->reason, sizeof f->reason, "octet-counted framing: the "
              "stream ended %zu bytes short of a %zu-byte frame", f->count,

@@ -27,23 +27,39 @@ static void emit(input *in, const char *bytes, size_t len, uint64_t offset,
                      piece);
 }
 
+/* Carried bytes past max_line (a CR, carry_append) go on: the first
+ * max_line of them as a piece. */
+static void carry_spill(input *in)
+{
+  size_t rest = in->carry.len - in->max_line;
+
+  emit(in, in->carry.data, in->max_line, in->carry_pos, ++in->piece);
+  memmove(in->carry.data, in->carry.data + in->max_line, rest);
+  in->carry.len = rest;
+  in->carry_pos += in->max_line;
+}
+
 /* Adds bytes to the carried partial line, handing on max_line pieces of an
- * overlong one as they fill up. */
+ * overlong one as they fill up. A CR that ends a read once max_line bytes
+ * are carried is carried past max_line: it may be the CR of the line's
+ * CRLF, no part of it (drop_carried_cr), and the next byte says; else a
+ * line of max_line bytes whose read ended between its last byte and its CR
+ * would go on in pieces (the last empty) when it comes whole in one read. */
 static void carry_append(input *in, const char *p, size_t len, uint64_t offset)
 {
-  if (in->carry.len == 0) in->carry_pos = offset;
+  if (in->carry.len == 0 && len > 0) in->carry_pos = offset;
   while (len > 0) {
+    if (in->carry.len == in->max_line && len == 1 && *p == '\r' &&
+        !in->keep_cr) {
+      buf_append(&in->carry, p, 1);
+      return;
+    }
+    if (in->carry.len >= in->max_line) carry_spill(in); /* more came */
     size_t room = in->max_line - in->carry.len;
     size_t n = len < room ? len : room;
     buf_append(&in->carry, p, n);
     p += n;
     len -= n;
-    offset += n;
-    if (in->carry.len == in->max_line && len > 0) {
-      emit(in, in->carry.data, in->carry.len, in->carry_pos, ++in->piece);
-      buf_clear(&in->carry);
-      in->carry_pos = offset;
-    }
   }
 }
 
@@ -51,6 +67,7 @@ static void carry_append(input *in, const char *p, size_t len, uint64_t offset)
 static void flush_carry(input *in)
 {
   if (in->carry.len == 0 && in->piece == 0) return;
+  if (in->carry.len > in->max_line) carry_spill(in); /* a kept CR */
   emit(in, in->carry.data, in->carry.len, in->carry_pos,
        in->piece ? ++in->piece : 0);
   buf_clear(&in->carry);
@@ -91,7 +108,12 @@ static void split_lines(input *in, const char *data, size_t len)
     } else {
       if (nl == p) drop_carried_cr(in);
       carry_append(in, p, n, off);
-      flush_carry(in);
+      /* A line that is empty once its carried CR went (the CR and the LF
+       * came in different reads) is a record too, as when it comes whole. */
+      if (in->carry.len == 0 && in->piece == 0)
+        emit(in, p, 0, in->carry_pos, 0);
+      else
+        flush_carry(in);
     }
     p = nl + 1;
   }

@@ -541,15 +541,17 @@ static int load(disk_queue *q, char *err, size_t errlen)
   while (have && first < n && seqs[first] < cur_seq)
     remove_segment_file(q, seqs[first++]);
   n -= first;
-  if (check_headers(q, seqs + first, &n, err, errlen) != 0) goto done;
+  /* The segments left; seqs is NULL when there are none (NULL + 0 is
+   * undefined behaviour). */
+  uint64_t *live = seqs ? seqs + first : NULL;
+  if (check_headers(q, live, &n, err, errlen) != 0) goto done;
   for (size_t i = 0; i < n; i++) {
-    uint64_t seq = seqs[first + i];
+    uint64_t seq = live[i];
     if (add_segment(q, seq, have && seq == cur_seq ? cur_off : SEG_HEADER,
                     i + 1 == n, err, errlen) != 0)
       goto done;
   }
-  q->next_seq = (n && seqs[first + n - 1] > cur_seq ? seqs[first + n - 1]
-                                                     : cur_seq) + 1;
+  q->next_seq = (n && live[n - 1] > cur_seq ? live[n - 1] : cur_seq) + 1;
   q->unread = q->end_id;
   rc = 0;
 done:
