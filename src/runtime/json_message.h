@@ -11,8 +11,9 @@
  * Absent headers are left out; Uuid and EnvVersion are not written. A field
  * named like a header key is written as "fields.NAME"; an array as a JSON
  * array; repeated names once per field. Strings are escaped as
- * lua_modules/json_string.lua does (valid UTF-8 passes, each byte of
- * invalid UTF-8 becomes \u00XX), so the output is always valid JSON.
+ * lua_modules/json_string.lua does (valid UTF-8 passes; each maximal
+ * ill-formed subpart of invalid UTF-8 becomes U+FFFD, utf8.h), so the
+ * output is always valid JSON.
  * Numbers: integers without ".0" (%.14g, else %.17g, otherwise), NaN and
  * infinities as null.
  *
