@@ -515,6 +515,10 @@ static void expect_stopped(sandbox *sb, const char *rec, sandbox_limit limit,
   CHECK_CONTAINS(last_log, "input \"test\" record 7");
   sandbox_get_stats(sb, &after);
   CHECK(after.restarts == before.restarts + 1);
+  CHECK(after.failed == before.failed + 1);
+  CHECK(after.failures[limit] == before.failures[limit] + 1);
+  CHECK(after.cpu_ns > before.cpu_ns);
+  CHECK(after.stops == before.stops);
   CHECK(decode(sb, "fine", &res) == SANDBOX_OK);
   CHECK(batch.len == 1 && strcmp(payload(0), "fine") == 0);
 }
@@ -703,6 +707,7 @@ static void test_stop_after_failures(void)
 {
   sandbox_limits l;
   sandbox_result res;
+  sandbox_stats st;
   sandbox *sb;
 
   sandbox_limits_default(&l);
@@ -716,6 +721,12 @@ static void test_stop_after_failures(void)
   CHECK(sandbox_is_stopped(sb));
   CHECK_CONTAINS(last_log, "plugin stopped after 3 failed calls in a row");
   CHECK(decode(sb, "fine", &res) == SANDBOX_STOPPED);
+  /* Four Lua errors, one stop; the stopped call ran nothing and holds no
+   * state. */
+  sandbox_get_stats(sb, &st);
+  CHECK(st.failures[SANDBOX_LIMIT_NONE] == 4 && st.failed == 4);
+  CHECK(st.stops == 1 && st.calls == 5);
+  CHECK(st.memory == 0 && st.memory_peak > 0);
   sandbox_destroy(sb);
 }
 

@@ -64,9 +64,11 @@ local function idle_run()
   local lj = start([[
 lumberjit = { http_address = "127.0.0.1:0", metrics_path = "metrics.prom",
               metrics_interval_ms = 100, dead_letter_path = "dead.log" }
-app = { type = "tail_input", paths = { "app.log" }, read_from_head = true }
+app = { type = "tail_input", paths = { "app.log" }, read_from_head = true, decoder = "pass" }
+pass = { type = "decoder", filename = "pass.lua" }
 out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
-]], { ["app.log"] = table.concat(lines, "\n") .. "\n" })
+]], { ["app.log"] = table.concat(lines, "\n") .. "\n",
+      ["pass.lua"] = "function process_message(l) inject_message({Payload = l}) end\n" })
   assert(h.wait_until(function()
     local m = run.read(lj.dir .. "/metrics.prom") or ""
     return m:find('lumberjit_output_delivered_records_total{output="out"} ' .. LINES .. "\n", 1, true)
@@ -88,7 +90,11 @@ describe("the HTTP endpoint", function()
     assert.are.equal(200, res.status)
     assert.are.equal("text/plain; version=0.0.4; charset=utf-8", res.headers["content-type"])
     assert.are.equal(#res.body, tonumber(res.headers["content-length"]))
-    assert.are.equal(run.read(lj.dir .. "/metrics.prom"), res.body)
+    -- The same but the process's figures, read at each formatting (the
+    -- request's own connection is an open descriptor more).
+    local function steady(text) return (text:gsub("[^\n]*lumberjit_process_[^\n]*\n", "")) end
+    assert.are.equal(steady(run.read(lj.dir .. "/metrics.prom")), steady(res.body))
+    assert.truthy(res.body:find("\nlumberjit_process_open_fds %d+\n"))
     assert.truthy(res.body:find('lumberjit_input_records_total{input="app"} ' .. LINES .. "\n", 1, true))
   end)
 
@@ -114,7 +120,16 @@ describe("the HTTP endpoint", function()
     assert.are.equal(LINES, st.outputs.out.delivered)
     assert.are.equal(0, st.outputs.out.queued_records)
     assert.truthy(st.outputs.out.latency_ms.p50)
-    assert.are.same({ records = 0, written = 0, lost = 0, refused = 0 }, st.dead_letters)
+    assert.are.same({ records = 0, written = 0, lost = 0, refused = 0, bytes = 0 }, st.dead_letters)
+    local pass = st.plugins.pass
+    assert.are.equal("decoder", pass.kind)
+    assert.are.equal(LINES, pass.calls)
+    assert.are.same({ error = 0, instructions = 0, cpu = 0, memory = 0, output = 0, input = 0 },
+      pass.failures)
+    assert.is_true(pass.memory_bytes > 0 and pass.memory_peak_bytes > 0)
+    assert.is_true(pass.cpu_seconds > 0)
+    assert.are.equal(0, st.inputs.app.tail_unread_bytes)
+    assert.are.equal(1, st.inputs.app.tail_open_files)
     assert.is_false(st.paused)
   end)
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json_message.h"
+#include "metrics.h"
 
 /* "NAME":{ after a comma when it is not the first. */
 static bool open_named(buf *b, const char *name, bool first)
@@ -50,6 +51,29 @@ static bool filter_json(buf *b, const pipeline_filter_stats *f, bool first)
          count(b, "ticks", f->ticks, false) &&
          count(b, "ticks_failed", f->ticks_failed, false) &&
          buf_append_str(b, "}");
+}
+
+/* A decoder's, encoder's or filter's sandbox counts; the failures by
+ * cause as the metrics label them (the input limit's are refusals). */
+static bool plugin_json(buf *b, const pipeline_plugin_stats *p, bool first)
+{
+  const sandbox_stats *s = &p->sb;
+  bool ok = open_named(b, p->name, first) &&
+            buf_appendf(b, "\"kind\":\"%s\"", p->role) &&
+            count(b, "calls", s->calls, false) &&
+            count(b, "rejected", s->rejected, false) &&
+            count(b, "skipped", s->skipped, false) &&
+            count(b, "failed", s->failed, false) &&
+            count(b, "stops", s->stops, false) &&
+            count(b, "restarts", s->restarts, false) &&
+            buf_appendf(b, ",\"cpu_seconds\":%.6f", (double)s->cpu_ns / 1e9) &&
+            count(b, "memory_bytes", s->memory, false) &&
+            count(b, "memory_peak_bytes", s->memory_peak, false) &&
+            buf_append_str(b, ",\"failures\":{");
+
+  for (size_t c = 0; ok && c < SANDBOX_LIMITS; c++)
+    ok = count(b, metrics_failure_cause(c), s->failures[c], c == 0);
+  return ok && buf_append_str(b, "}}");
 }
 
 /* latency_report's quantiles, in their order. */
@@ -107,6 +131,9 @@ bool stats_json(buf *b, const pipeline_stats *st)
   ok = ok && buf_append_str(b, "},\"filters\":{");
   for (size_t i = 0; ok && i < st->nfilters; i++)
     ok = filter_json(b, &st->filters[i], i == 0);
+  ok = ok && buf_append_str(b, "},\"plugins\":{");
+  for (size_t i = 0; ok && i < st->nplugins; i++)
+    ok = plugin_json(b, &st->plugins[i], i == 0);
   ok = ok && buf_append_str(b, "},\"outputs\":{");
   for (size_t i = 0; ok && i < st->noutputs; i++)
     ok = output_json(b, &st->outputs[i], i == 0);
@@ -115,6 +142,7 @@ bool stats_json(buf *b, const pipeline_stats *st)
          count(b, "written", st->dead_letters_written, false) &&
          count(b, "lost", st->dead_letters_lost, false) &&
          count(b, "refused", st->dead_letters_refused, false) &&
+         count(b, "bytes", st->dead_letter_bytes, false) &&
          buf_append_str(b, "}") && count(b, "unrouted", st->unrouted, false) &&
          buf_appendf(b, ",\"paused\":%s", st->paused ? "true" : "false") &&
          count(b, "pauses", st->pauses, false) &&

@@ -82,6 +82,7 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
                        const char *reason, const msg_origin *o)
 {
   buf *b = output_buf(dl->sink);
+  size_t start = b->len;
   char stamp[64], num[32];
   struct timespec ts;
   struct tm tm;
@@ -122,6 +123,7 @@ void dead_letter_write(dead_letter *dl, const char *stage, const char *plugin,
   }
   buf_append_str(b, "}\n");
   dl->count++;
+  dl->bytes += b->len - start;
   output_commit(dl->sink, o, true);
 }
 

@@ -24,6 +24,7 @@ typedef struct {
   output_sink own;
   bool owns_sink;
   uint64_t count;      /* dead letters made; sink counts those written */
+  uint64_t bytes;      /* their bytes, each JSON line whole */
   uint64_t failed;     /* those its sink could not write */
 } dead_letter;
 

@@ -1,6 +1,8 @@
 /* metrics.c - see metrics.h. */
 #include "metrics.h"
 
+#include "metrics_internal.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -85,10 +87,10 @@ static bool has(int only, const pipeline_output_stats *out)
   }
 }
 
-/* A label value: backslash, double quote and newline escaped. */
-static bool put_label(buf *b, const char *key, const char *value)
+/* A label: backslash, double quote and newline escaped in its value. */
+bool metrics_label(buf *b, const char *key, const char *value, bool first)
 {
-  bool ok = buf_appendf(b, "{%s=\"", key);
+  bool ok = buf_appendf(b, "%s%s=\"", first ? "{" : ",", key);
 
   for (const char *p = value; ok && *p; p++) {
     if (*p == '\\') ok = buf_append(b, "\\\\", 2);
@@ -99,8 +101,13 @@ static bool put_label(buf *b, const char *key, const char *value)
   return ok && buf_append(b, "\"", 1);
 }
 
-static bool put_head(buf *b, const char *name, const char *type,
-                     const char *help)
+static bool put_label(buf *b, const char *key, const char *value)
+{
+  return metrics_label(b, key, value, true);
+}
+
+bool metrics_head(buf *b, const char *name, const char *type,
+                  const char *help)
 {
   return buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -116,7 +123,7 @@ static bool put_family(buf *b, const family *f, const void *items,
     const pipeline_output_stats *out = inputs ? NULL : (const void *)item;
     uint64_t v;
     if (!has(f->only, out)) continue;
-    if (!headed && !(ok = put_head(b, f->name, f->type, f->help))) break;
+    if (!headed && !(ok = metrics_head(b, f->name, f->type, f->help))) break;
     headed = true;
     memcpy(&v, item + f->off, sizeof v);
     ok = buf_appendf(b, "%s", f->name) &&
@@ -153,7 +160,7 @@ static bool put_filters(buf *b, const pipeline_stats *st)
   for (size_t k = 0; ok && st->nfilters &&
                      k < sizeof filter_families / sizeof *filter_families; k++) {
     const family *f = &filter_families[k];
-    ok = put_head(b, f->name, f->type, f->help);
+    ok = metrics_head(b, f->name, f->type, f->help);
     for (size_t i = 0; ok && i < st->nfilters; i++) {
       uint64_t v;
       memcpy(&v, (const char *)&st->filters[i] + f->off, sizeof v);
@@ -165,8 +172,17 @@ static bool put_filters(buf *b, const pipeline_stats *st)
   return ok;
 }
 
-/* The input types' declared counters (plugin_counter): each name once,
- * under the HELP of its first input, with every input that has it. */
+/* plugin.h: a declared figure is a counter when its name says so. */
+static bool is_counter(const char *name)
+{
+  size_t n = strlen(name);
+
+  return n > 6 && strcmp(name + n - 6, "_total") == 0;
+}
+
+/* The input types' declared counters and gauges (plugin_counter): each
+ * name once, under the HELP of its first input, with every input that has
+ * it. */
 static bool put_type_counters(buf *b, const pipeline_stats *st)
 {
   bool ok = true;
@@ -181,7 +197,8 @@ static bool put_type_counters(buf *b, const pipeline_stats *st)
                            st->inputs[j].counters[d].metric; d++)
           seen = strcmp(st->inputs[j].counters[d].metric, name) == 0;
       if (seen) continue;
-      ok = put_head(b, name, "counter", st->inputs[i].counters[c].help);
+      ok = metrics_head(b, name, is_counter(name) ? "counter" : "gauge",
+                        st->inputs[i].counters[c].help);
       for (size_t j = i; ok && j < st->ninputs; j++)
         for (size_t d = 0; ok && st->inputs[j].counters &&
                            st->inputs[j].counters[d].metric; d++)
@@ -209,7 +226,7 @@ static bool put_latency(buf *b, const pipeline_stats *st, bool transport)
     const pipeline_output_stats *o = &st->outputs[i];
     if (transport ? !o->has_tx : !o->timed) continue;
     if (!headed)
-      ok = put_head(b, name, "summary", transport
+      ok = metrics_head(b, name, "summary", transport
                     ? "From handing a record on to its acknowledgement, by "
                       "quantile; quantile=\"1\" is the largest."
                     : "From a record's read to its acknowledgement (written, "
@@ -227,7 +244,7 @@ static bool put_latency(buf *b, const pipeline_stats *st, bool transport)
 static bool put_total(buf *b, const char *name, const char *type,
                       const char *help, uint64_t v)
 {
-  return put_head(b, name, type, help) &&
+  return metrics_head(b, name, type, help) &&
          buf_appendf(b, "%s %" PRIu64 "\n", name, v);
 }
 
@@ -238,13 +255,17 @@ bool metrics_format(buf *b, const pipeline_stats *st)
   for (size_t i = 0; ok && i < sizeof input_families / sizeof *input_families; i++)
     ok = put_family(b, &input_families[i], st->inputs, sizeof *st->inputs,
                     st->ninputs, true);
-  ok = ok && put_type_counters(b, st) && put_filters(b, st);
+  ok = ok && put_type_counters(b, st) && put_filters(b, st) &&
+       metrics_plugins(b, st);
   for (size_t i = 0; ok && i < sizeof output_families / sizeof *output_families; i++)
     ok = put_family(b, &output_families[i], st->outputs, sizeof *st->outputs,
                     st->noutputs, false);
   return ok && put_latency(b, st, false) && put_latency(b, st, true) &&
          put_total(b, "lumberjit_dead_letter_records_total", "counter",
                    "Records sent to the dead-letter path.", st->dead_letters) &&
+         put_total(b, "lumberjit_dead_letter_bytes_total", "counter",
+                   "Bytes of the dead-letter records made (their JSON lines).",
+                   st->dead_letter_bytes) &&
          put_total(b, "lumberjit_dead_letter_written_records_total", "counter",
                    "Dead-letter records written.", st->dead_letters_written) &&
          put_total(b, "lumberjit_dead_letter_refused_records_total", "counter",
@@ -260,10 +281,11 @@ bool metrics_format(buf *b, const pipeline_stats *st)
                    "1 while the inputs are held for full outputs.", st->paused) &&
          put_total(b, "lumberjit_input_pauses_total", "counter",
                    "Times the inputs were held.", st->pauses) &&
-         put_head(b, "lumberjit_inputs_paused_seconds_total", "counter",
+         metrics_head(b, "lumberjit_inputs_paused_seconds_total", "counter",
                   "Time the inputs were held.") &&
          buf_appendf(b, "lumberjit_inputs_paused_seconds_total %.3f\n",
-                    st->paused_ms / 1e3);
+                    st->paused_ms / 1e3) &&
+         metrics_process(b);
 }
 
 int metrics_write(const char *path, const pipeline_stats *st, char *err,

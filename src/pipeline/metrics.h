@@ -17,6 +17,10 @@
 #include "buf.h"
 #include "pipeline.h"
 
+/* The cause lumberjit_plugin_failures_total gives a failure by limit l
+ * (sandbox_stats.failures): "error" for none (a Lua error), else the
+ * limit's ("cpu", "instructions", ...). */
+const char *metrics_failure_cause(sandbox_limit l);
 /* Appends the text of st to b; false when out of memory. */
 bool metrics_format(buf *b, const pipeline_stats *st);
 /* Writes st to path (through path.tmp); -1 with the reason in err. */

@@ -272,6 +272,7 @@ static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
   }
   pl->unrouted += c->unrouted;
   pl->routed_dead_letters += job->dead_letters;
+  pl->routed_dead_letter_bytes += job->dead_letter_bytes;
   for (size_t i = 0; i < pl->noutputs; i++) {
     pl->outputs[i].encoded.matched += c->outputs[i].matched;
     pl->outputs[i].encoded.failed += c->outputs[i].failed;
@@ -555,8 +556,30 @@ bool pipeline_writes(pipeline *pl, const struct stat *sb)
   return pl->dl.owns_sink && writes(&pl->dl.own, sb);
 }
 
+typedef struct {
+  pipeline_stats *st;
+  size_t max;              /* room in st->plugins */
+} plugin_sum;
+
+/* Adds a worker's instance of a plugin into the plugin's total. */
+static void add_plugin(void *ud, const worker_plugin *p)
+{
+  plugin_sum *sum = ud;
+  pipeline_stats *st = sum->st;
+  size_t i = 0;
+
+  while (i < st->nplugins && (strcmp(st->plugins[i].role, p->role) != 0 ||
+                              strcmp(st->plugins[i].name, p->name) != 0))
+    i++;
+  if (i == st->nplugins) {
+    if (i == sum->max) return;
+    st->plugins[st->nplugins++] = (pipeline_plugin_stats){p->name, p->role, {0}};
+  }
+  sandbox_stats_add(&st->plugins[i].sb, &p->stats);
+}
+
 /* Every counter here is the loop thread's: workers' counts come back with
- * their jobs. */
+ * their jobs, their plugins' under each worker's lock. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl)
 {
   pipeline_stats *st = &pl->snapshot;
@@ -600,6 +623,7 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
   }
   if (pl->dl.owns_sink) lost += pl->dl.own.records_lost;
   st->dead_letters = pl->dl.count + pl->routed_dead_letters;
+  st->dead_letter_bytes = pl->dl.bytes + pl->routed_dead_letter_bytes;
   st->dead_letters_written = dead_letter_written(&pl->dl);
   st->dead_letters_refused = pl->dl.owns_sink ? pl->dl.own.records_refused : 0;
   st->dead_letters_lost = lost;
@@ -614,6 +638,10 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
     st->stopped_role = pl->workers[i].stopped_role;
     st->stopped_name = pl->workers[i].stopped_name;
   }
+  st->nplugins = 0;
+  for (size_t i = 0; i < pl->nworkers; i++)
+    worker_plugin_stats(&pl->workers[i], add_plugin,
+                        &(plugin_sum){st, pl->ninputs_max});
   return st;
 }
 
@@ -657,6 +685,27 @@ static void log_counters(const pipeline_input_stats *in)
   log_msg("input '%s': %s", in->name, line);
 }
 
+/* "decoder 'json': 9 calls, 2 failed (1 error, 1 cpu), ...": the failures
+ * by cause name only the causes that happened. */
+static void log_plugin(const pipeline_plugin_stats *p)
+{
+  const sandbox_stats *s = &p->sb;
+  char causes[256] = "";
+  size_t n = 0;
+
+  for (int c = SANDBOX_LIMIT_NONE; c <= SANDBOX_LIMIT_OUTPUT; c++)
+    if (s->failures[c] && n < sizeof causes)
+      n += (size_t)snprintf(causes + n, sizeof causes - n, "%s%" PRIu64 " %s",
+                            n ? ", " : " (", s->failures[c],
+                            metrics_failure_cause(c));
+  log_msg("%s '%s': %" PRIu64 " calls, %" PRIu64 " failed%s%s, %" PRIu64
+          " rejected, %" PRIu64 " over input_limit, %" PRIu64 " stops, %"
+          PRIu64 " restarts; CPU %.3f s, memory %zu bytes (peak %zu)", p->role,
+          p->name, s->calls, s->failed, causes, n ? ")" : "", s->rejected,
+          s->failures[SANDBOX_LIMIT_INPUT], s->stops, s->restarts,
+          (double)s->cpu_ns / 1e9, s->memory, s->memory_peak);
+}
+
 static void log_summary(pipeline *pl)
 {
   const pipeline_stats *st = pipeline_snapshot(pl);
@@ -677,6 +726,7 @@ static void log_summary(pipeline *pl)
             " timer events (%" PRIu64 " failed)", f->name, f->matched,
             f->injected, f->dropped, f->failed, f->ticks, f->ticks_failed);
   }
+  for (size_t i = 0; i < st->nplugins; i++) log_plugin(&st->plugins[i]);
   for (size_t i = 0; i < st->noutputs; i++) {
     output_sink *o = &pl->outputs[i].sink;
     char more[512] = "";

@@ -66,12 +66,21 @@ typedef struct {
   uint64_t matched, injected, dropped, failed, ticks, ticks_failed;
 } pipeline_filter_stats;
 
+/* A decoder's, encoder's or filter's sandbox counts (sandbox.h), added up
+ * over its instances on every worker (sandbox_stats_add). */
 typedef struct {
-  size_t ninputs, noutputs, nfilters;
+  const char *name, *role; /* role: "decoder", "encoder" or "filter" */
+  sandbox_stats sb;
+} pipeline_plugin_stats;
+
+typedef struct {
+  size_t ninputs, noutputs, nfilters, nplugins;
   pipeline_input_stats *inputs;
   pipeline_output_stats *outputs;
   pipeline_filter_stats *filters;
+  pipeline_plugin_stats *plugins;
   uint64_t dead_letters, dead_letters_written;
+  uint64_t dead_letter_bytes; /* of the dead letters made */
   uint64_t dead_letters_lost; /* records neither written nor dead-lettered */
   uint64_t dead_letters_refused; /* of those: over dead_letter_max_bytes */
   uint64_t unrouted;      /* messages no output matched */

@@ -527,8 +527,10 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
   pl->snapshot.inputs = calloc(cfg->nplugins, sizeof *pl->snapshot.inputs);
   pl->snapshot.outputs = calloc(cfg->nplugins, sizeof *pl->snapshot.outputs);
   pl->snapshot.filters = calloc(cfg->nplugins, sizeof *pl->snapshot.filters);
+  pl->snapshot.plugins = calloc(cfg->nplugins, sizeof *pl->snapshot.plugins);
   if (!pl->inputs || !pl->outputs || !pl->filters || !pl->snapshot.inputs ||
-      !pl->snapshot.outputs || !pl->snapshot.filters) {
+      !pl->snapshot.outputs || !pl->snapshot.filters ||
+      !pl->snapshot.plugins) {
     snprintf(err, errlen, "out of memory");
     pipeline_destroy(pl);
     return NULL;
@@ -628,6 +630,7 @@ int pipeline_destroy(pipeline *pl)
     free(pl->workers[i].outputs);
     free(pl->workers[i].filters);
     free(pl->workers[i].inputs);
+    free(pl->workers[i].plugins);
   }
   free(pl->workers);
   for (size_t i = 0; i < pl->ninputs; i++) {
@@ -662,6 +665,7 @@ int pipeline_destroy(pipeline *pl)
   free(pl->snapshot.inputs);
   free(pl->snapshot.outputs);
   free(pl->snapshot.filters);
+  free(pl->snapshot.plugins);
   for (size_t i = 0; i < pl->nkept; i++) free(pl->kept[i]);
   free(pl->kept);
   free(pl);

@@ -20,10 +20,13 @@ typedef struct pl_input pl_input;
 typedef struct pl_source pl_source;
 
 /* A counter an input type keeps, declared so that the run's summary and
- * the metrics file show it with no edit elsewhere. */
+ * the metrics file show it with no edit elsewhere; or a gauge, a figure
+ * of now (files open), read when they are shown. */
 typedef struct plugin_counter {
   const char *metric;     /* "lumberjit_syslog_connections_total": a
-                             Prometheus counter, labelled by input */
+                             Prometheus counter, labelled by input; a
+                             name without "_total" is a gauge's, as
+                             Prometheus's conventions have it */
   const char *help;       /* the metric's HELP text */
   const char *summary;    /* what the summary says after the number */
 } plugin_counter;

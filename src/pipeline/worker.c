@@ -52,6 +52,7 @@ void work_job_reset(work_job *job)
   job->counts = (router_counts){.outputs = job->counts.outputs,
                                 .filters = job->counts.filters};
   job->dead_letters = 0;
+  job->dead_letter_bytes = 0;
   job->tick_last = false;
 }
 
@@ -99,10 +100,48 @@ static void note_stopped(worker *w, work_job *job)
     }
 }
 
+/* Every sandbox's counts, since an encoder or filter may have run for any
+ * input's job: as a job ends, under the worker's lock, and once built,
+ * before the loop thread looks. */
+static void copy_plugin_stats(worker *w)
+{
+  for (size_t i = 0; i < w->nplugins; i++)
+    sandbox_get_stats(w->plugins[i].sb, &w->plugins[i].stats);
+}
+
+static void add_plugin(worker *w, const char *role, const char *name,
+                       const sandbox *sb)
+{
+  if (sb) w->plugins[w->nplugins++] = (worker_plugin){role, name, sb, {0}};
+}
+
+/* On the thread, once built: the list of its sandboxes whose counts go
+ * back to the loop thread. -1 when out of memory. */
+static int list_plugins(worker *w)
+{
+  w->plugins = calloc(w->ninputs + w->noutputs + w->nfilters + 1,
+                      sizeof *w->plugins);
+  if (!w->plugins) {
+    snprintf(w->error, sizeof w->error, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < w->ninputs; i++)
+    add_plugin(w, "decoder", w->inputs[i]->decoder_name,
+               w->inputs[i]->decoder);
+  for (size_t i = 0; i < w->noutputs; i++)
+    add_plugin(w, "encoder", w->outputs[i].encoder_name,
+               w->outputs[i].encoder);
+  for (size_t i = 0; i < w->nfilters; i++)
+    add_plugin(w, "filter", w->filters[i].name, w->filters[i].sb);
+  /* A worker no job reaches still holds its states. */
+  copy_plugin_stats(w);
+  return 0;
+}
+
 /* Routes every record of the job into its collectors. */
 static void run_job(worker *w, work_job *job)
 {
-  uint64_t dead_letters = w->dl.count;
+  uint64_t dead_letters = w->dl.count, bytes = w->dl.bytes;
 
   w->router.counts = &job->counts;
   for (size_t i = 0; i < w->noutputs; i++) w->outputs[i].sink = &job->out[i];
@@ -111,6 +150,7 @@ static void run_job(worker *w, work_job *job)
   if (!job->input) {
     router_tick(&w->router, job->tick_filter, job->tick_ns, job->tick_last);
     job->dead_letters = w->dl.count - dead_letters;
+    job->dead_letter_bytes = w->dl.bytes - bytes;
     note_stopped(w, job);
     return;
   }
@@ -125,6 +165,7 @@ static void run_job(worker *w, work_job *job)
   }
   router_flush(&w->router);
   job->dead_letters = w->dl.count - dead_letters;
+  job->dead_letter_bytes = w->dl.bytes - bytes;
   note_stopped(w, job);
 }
 
@@ -137,6 +178,7 @@ static void *worker_main(void *arg)
   snprintf(name, sizeof name, "lj:worker%u", w->id);
   thread_name_set(name);
   rc = w->build(w->build_ud, w, w->error, sizeof w->error);
+  if (rc == 0) rc = list_plugins(w);
 
   /* Also after a failure: router_free then frees what was built. */
   router_init(&w->router, w->outputs, w->noutputs, w->filters, w->nfilters,
@@ -155,6 +197,7 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&w->lock);
     run_job(w, job);
     pthread_mutex_lock(&w->lock);
+    copy_plugin_stats(w);
     job->next = NULL;
     if (w->done_tail) w->done_tail->next = job;
     else w->done = job;
@@ -165,6 +208,8 @@ static void *worker_main(void *arg)
   /* The sandboxes go on the thread that made them. */
   for (size_t i = 0; i < w->ninputs; i++) router_input_free(w->inputs[i]);
   router_free(&w->router);
+  /* The counts stay for the summary; the sandboxes are gone. */
+  for (size_t i = 0; i < w->nplugins; i++) w->plugins[i].sb = NULL;
   return NULL;
 }
 
@@ -237,4 +282,13 @@ void worker_stop(worker *w)
   pthread_cond_destroy(&w->wake);
   pthread_mutex_destroy(&w->lock);
   w->started = false;
+}
+
+void worker_plugin_stats(worker *w, void (*fn)(void *ud, const worker_plugin *p),
+                         void *ud)
+{
+  /* Before worker_start or after worker_stop, the thread does not write. */
+  if (w->started) pthread_mutex_lock(&w->lock);
+  for (size_t i = 0; i < w->nplugins; i++) fn(ud, &w->plugins[i]);
+  if (w->started) pthread_mutex_unlock(&w->lock);
 }

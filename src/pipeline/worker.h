@@ -54,6 +54,7 @@ typedef struct work_job {
   size_t nsinks, nfilters;
   router_counts counts;     /* what routing its records counted */
   uint64_t dead_letters;    /* records it dead-lettered */
+  uint64_t dead_letter_bytes; /* and their bytes */
   /* A tick: filter tick_filter's timer_event(tick_ns, tick_last). */
   size_t tick_filter;
   int64_t tick_ns;
@@ -66,6 +67,18 @@ typedef struct work_job {
 } work_job;
 
 typedef struct worker worker;
+
+/* One of a worker's sandboxes and what it counted as of the worker's last
+ * job: the worker copies the counts in under its lock as each job ends (a
+ * few small structs a job, nothing a record), and the loop thread reads
+ * them under it (worker_plugin_stats), so no sandbox is read off its own
+ * thread. */
+typedef struct {
+  const char *role;             /* "decoder", "encoder" or "filter" */
+  const char *name;             /* the plugin's */
+  const sandbox *sb;            /* the worker's only */
+  sandbox_stats stats;
+} worker_plugin;
 
 /* Builds the worker's router on the worker's thread: encoders and matchers
  * for every output, decoders for the pinned inputs. */
@@ -95,6 +108,9 @@ struct worker {
   dead_letter dl;               /* sink: the job's last collector */
   size_t dl_output;             /* dead letters go to this output's
                                    collector; noutputs: their own file */
+  worker_plugin *plugins;       /* its sandboxes, once built; freed with
+                                   outputs and filters */
+  size_t nplugins;
   /* The loop thread's: what its last job back said was stopped. */
   const char *stopped_role, *stopped_name;
 };
@@ -111,6 +127,10 @@ void worker_send(worker *w);
 work_job *worker_take_done(worker *w);
 /* Stops and joins the thread; its router is freed on the thread. */
 void worker_stop(worker *w);
+/* Loop thread: calls fn with each of the worker's plugins and its counts
+ * as of its last job (after worker_stop too: the final counts). */
+void worker_plugin_stats(worker *w, void (*fn)(void *ud, const worker_plugin *p),
+                         void *ud);
 
 /* Collector sinks for a job: one per output plus one for dead letters;
  * and counts for nfilters filters. */

@@ -453,6 +453,7 @@ static void stop_for_a_while(sandbox *sb)
   uint64_t now = monotonic_ms();
 
   close_state(sb);
+  sb->stats.stops++;
   if (sb->restart_wait_ms == 0 || now - sb->restarted_at_ms >= RESTART_MAX_MS)
     sb->restart_wait_ms = first;
   else if (sb->restart_wait_ms < RESTART_MAX_MS)
@@ -520,6 +521,7 @@ static void fail_call(sandbox *sb, sandbox_limit limit, sandbox_result *res)
 {
   res->status = SANDBOX_FAILED;
   res->limit = limit;
+  sb->stats.failures[limit]++;
   describe_failure(sb, limit, res);
   lua_settop(sb->L, SLOT_TOP);
   recover(sb, res);
@@ -577,14 +579,27 @@ static void run_items(sandbox *sb)
   }
 }
 
+/* The owning thread's CPU clock, read twice a batch (never per item: the
+ * per-record path must not pay a clock read for each record). */
+static uint64_t thread_cpu_ns(void)
+{
+  struct timespec ts;
+
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
 {
+  uint64_t cpu = thread_cpu_ns();
+
   sb->run.n = n;
   sb->run.i = 0;
   sb->run.running = false;
   sb->run.each = each;
   sb->batch_now_ns = 0;
   run_items(sb);
+  sb->stats.cpu_ns += thread_cpu_ns() - cpu;
   sb->batch = NULL;
   sb->out = NULL;
   sb->current = NULL;
@@ -619,6 +634,7 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
                          sandbox_result *res)
 {
   uint32_t first = out->len;
+  uint64_t cpu;
   int rc;
 
   res->status = SANDBOX_OK;
@@ -628,6 +644,7 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
   sb->batch = out;
   sb->origin = origin;
   sb->batch_now_ns = 0;
+  cpu = thread_cpu_ns();
   begin_call(sb);
   sb->stats.calls++;
   lua_pushvalue(sb->L, SLOT_TIMER);
@@ -635,6 +652,7 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
   lua_pushboolean(sb->L, shutdown);
   rc = lua_pcall(sb->L, 2, 0, SLOT_ERRFUNC);
   end_call(sb);
+  sb->stats.cpu_ns += thread_cpu_ns() - cpu;
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sb->timer_call = true;
     fail_call(sb, call_broken(sb), res);
@@ -740,5 +758,20 @@ bool sandbox_is_stopped(const sandbox *sb)
 void sandbox_get_stats(const sandbox *sb, sandbox_stats *out)
 {
   *out = sb->stats;
+  out->memory = sb->mem.used;
   out->memory_peak = sb->mem.peak;
+}
+
+void sandbox_stats_add(sandbox_stats *sum, const sandbox_stats *s)
+{
+  sum->calls += s->calls;
+  sum->rejected += s->rejected;
+  sum->skipped += s->skipped;
+  sum->failed += s->failed;
+  for (size_t i = 0; i < SANDBOX_LIMITS; i++) sum->failures[i] += s->failures[i];
+  sum->stops += s->stops;
+  sum->restarts += s->restarts;
+  sum->cpu_ns += s->cpu_ns;
+  sum->memory += s->memory;
+  if (s->memory_peak > sum->memory_peak) sum->memory_peak = s->memory_peak;
 }

@@ -109,9 +109,28 @@ typedef struct {
   char reason[512];      /* one line, for the dead-letter record */
 } sandbox_result;
 
+/* The size of an array indexed by sandbox_limit. */
+#define SANDBOX_LIMITS (SANDBOX_LIMIT_INPUT + 1)
+
+/* What a sandbox counted since it was created; the caller sums instances.
+ * Reading them is a copy, cheap enough to do once a batch. */
 typedef struct {
-  uint64_t calls, rejected, skipped, failed, restarts;
-  size_t memory_peak;
+  uint64_t calls;          /* items that ran Lua, timer_events included */
+  uint64_t rejected;       /* the script returned -1 (or a bad result) */
+  uint64_t skipped;        /* an encoder returned -2 */
+  uint64_t failed;         /* calls that failed: the sum of failures but
+                              [SANDBOX_LIMIT_INPUT] */
+  /* By cause: [SANDBOX_LIMIT_NONE] a Lua error, else the limit broken;
+   * [SANDBOX_LIMIT_INPUT] counts records refused before any Lua ran. */
+  uint64_t failures[SANDBOX_LIMITS];
+  uint64_t stops;          /* times it stopped: max_failures in a row,
+                              or a state that could not be rebuilt (or
+                              restarted, which stops it again) */
+  uint64_t restarts;       /* new states: rebuilt after a failed call, or
+                              restarted after a stop */
+  uint64_t cpu_ns;         /* the owning thread's CPU time in its batches
+                              and timer_events */
+  size_t memory, memory_peak; /* bytes its allocator holds now; the most */
 } sandbox_stats;
 
 /* The watchdog is one thread that serves every sandbox given to it.
@@ -176,6 +195,10 @@ void sandbox_encode(sandbox *sb, const msg *m, buf *out, sandbox_result *res);
 
 bool sandbox_is_stopped(const sandbox *sb);
 void sandbox_get_stats(const sandbox *sb, sandbox_stats *out);
+/* Adds s into sum, an instance into its plugin's total: counts and memory
+ * add up; memory_peak is the largest instance's (memory_limit bounds each
+ * instance, so that is the figure to hold against it). */
+void sandbox_stats_add(sandbox_stats *sum, const sandbox_stats *s);
 const char *sandbox_limit_name(sandbox_limit l);
 
 #endif

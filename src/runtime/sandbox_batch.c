@@ -134,7 +134,7 @@ static bool too_long(sandbox *sb, const msg_origin *rec)
   snprintf(sb->run.res.reason, sizeof sb->run.res.reason,
            "input limit exceeded: record of %zu bytes, limit %" PRIu64,
            rec->len, limit);
-  sb->stats.rejected++;
+  sb->stats.failures[SANDBOX_LIMIT_INPUT]++;
   return true;
 }
 

@@ -378,8 +378,31 @@ static const plugin_counter tail_counters[] = {
   {"lumberjit_tail_unreadable_files_total",
    "Files that could not be opened (permissions): read once they can be.",
    "could not be read (permissions)"},
+  {"lumberjit_tail_open_files", "Files open now (young ones included).",
+   "open"},
+  {"lumberjit_tail_waiting_files", "Files waiting now for a free slot or "
+   "file descriptor.", "waiting"},
+  {"lumberjit_tail_unread_bytes", "Bytes of the open files not read yet: "
+   "each one's size now less where its reading is.", "bytes not read yet"},
   {NULL, NULL, NULL}
 };
+
+/* What the open files hold past their reading, by their size now: a
+ * file's size at the last look may be a scan old. One fstat a file, at
+ * each look at the counters (the metrics' interval, a scrape). */
+static uint64_t unread_bytes(const tail *t)
+{
+  uint64_t sum = 0;
+
+  for (const tail_file *f = t->files; f; f = f->next) {
+    const input *in = f->src ? pl_source_reader(f->src) : NULL;
+    struct stat sb;
+    if (in && in->fd >= 0 && fstat(in->fd, &sb) == 0 &&
+        (uint64_t)sb.st_size > in->read_offset)
+      sum += (uint64_t)sb.st_size - in->read_offset;
+  }
+  return sum;
+}
 
 static const plugin_counter *tail_count(pl_input *pi, uint64_t *values)
 {
@@ -387,6 +410,9 @@ static const plugin_counter *tail_count(pl_input *pi, uint64_t *values)
 
   values[0] = t->waited;
   values[1] = t->unreadable;
+  values[2] = t->open_files;
+  values[3] = t->nwaiting;
+  values[4] = unread_bytes(t);
   return tail_counters;
 }
 

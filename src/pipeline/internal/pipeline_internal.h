@@ -145,6 +145,7 @@ struct pipeline {
   bool past_deadline;        /* stop_timeout_ms passed: queues fail */
   int status;
   uint64_t unrouted, routed_dead_letters; /* counted by the jobs */
+  uint64_t routed_dead_letter_bytes;
   uint64_t records_lost;     /* no memory to take them from the input */
   uint64_t pauses;
   uint64_t paused_since, paused_ns; /* uv_hrtime */
