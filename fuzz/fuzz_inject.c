@@ -5,12 +5,13 @@
  * real sandbox, with tables and positions the fuzzer chooses.
  *
  * At startup the target writes a decoder, PLUGIN below, to a temporary
- * directory; each input gets a new sandbox of it (state from earlier
- * inputs would make findings depend on the run's history, and LuaJIT keeps
- * its trace IR buffer by a pointer biased below the allocation, which
- * LeakSanitizer's checks between inputs take for a leak while the state
- * lives; closed before the input ends it is freed). Its process_record reads each record as a little program:
- * byte by byte, ops that set headers and fields to strings, numbers,
+ * directory; each input gets a new sandbox of it. (A state kept from
+ * earlier inputs would make findings depend on the run's history; and
+ * LuaJIT holds its trace IR buffer by a pointer biased below the
+ * allocation, which LeakSanitizer's checks between inputs take for a leak
+ * while the state lives: closed before the input ends, it is freed.)
+ * Its process_record reads each record as a little program, byte by
+ * byte: ops that set headers and fields to strings, numbers,
  * booleans, spans, tables with value_type and representation, arrays
  * (mixed and holed ones too), the readers' results at positions taken from
  * the bytes (inside, at the edges of and outside the record, whole or
