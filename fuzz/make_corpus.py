@@ -128,3 +128,100 @@ write("fuzz_checkpoint", "two_blocks", b"\x00lumberjit checkpoint 2\n"
       b"input b\nfile relative.log\ndevice 3\ninode 4\n"
       b"fingerprint 64 0\noffset 99\n")
 write("fuzz_checkpoint", "not_ours", b"\x00lumberjit checkpoint 1\n")
+
+# tls: [op] [flight] [offset] [seed] then bytes G (fuzz_tls.c): G alone to
+# a server or a client, or spliced into one flight of a real handshake.
+write("fuzz_tls", "handshake", b"\x02\x00\x00\x01")
+write("fuzz_tls", "plain", b"\x00\x00\x00\x05GET / HTTP/1.0\r\n\r\n")
+write("fuzz_tls", "syslog", b"\x00\x00\x00\x09" + rfc5424 + b"\n")
+write("fuzz_tls", "client_alert", b"\x01\x00\x00\x03\x16\x03\x03\x00\x02\x02\x28")
+for f in range(4):
+    write("fuzz_tls", "insert_flight%d" % f, bytes([2, f, 5, 7]) + b"\x16\x03\x03")
+    write("fuzz_tls", "server_flight%d" % f, bytes([6, f, 9, 3, 1]))
+    write("fuzz_tls", "xor_flight%d" % f, bytes([10, f, 0x20, 3, 0x80]))
+
+# config_keys: the examples, and snippets of the specs' configurations
+# (a NUL splits two files of one configuration directory).
+for name in sorted(os.listdir("examples")):
+    if name.endswith(".lua"):
+        write("fuzz_config_keys", "example-" + name[:-3],
+              open(os.path.join("examples", name), "rb").read())
+snippets = {
+    "syslog_inputs": b'tcp = { type = "syslog_input", address = "tcp://127.0.0.1:0", '
+        b'decoder = "rfc3164", max_connections_per_address = 5, '
+        b'first_message_timeout_ms = 600 }\n'
+        b'udp = { type = "syslog_input", address = "udp://[::1]:514", framing = "octet_counted" }\n'
+        b'unix = { type = "syslog_input", address = "unix:///tmp/x.sock", max_line = 100 }\n'
+        b'tls = { type = "syslog_input", address = "tls://0.0.0.0:6514", tls_cert = "c.pem", '
+        b'tls_key = "k.pem", tls_handshake_timeout_ms = 200 }\n'
+        b'rfc3164 = { type = "decoder", filename = "decoders/syslog.lua" }\n'
+        b'out = { type = "stdout_output", message_matcher = "TRUE" }\n',
+    "files": b'lumberjit = { state_dir = "state", checkpoint_interval_ms = 100, '
+        b'workers = 2, memory_budget = "64MiB", log_level = "debug" }\n'
+        b'app = { type = "tail_input", paths = { "/var/log/[a-z]*.log" }, '
+        b'exclude = { "*.gz" }, max_line = 4096, long_lines = "split", keep_cr = true }\n'
+        b'f = { type = "file_output", path = "out.log", encoder = "json", '
+        b'message_matcher = "Type == \'syslog\' && Severity < 4", flush_bytes = 0, '
+        b'disk_buffer = { path = "q", max_bytes = 1048576 } }\n'
+        b'json = { type = "encoder", filename = "encoders/json.lua", instruction_limit = 1000 }\n',
+    "kafka_filter": b'gen = { type = "generator_input", rate = 10, count = 100 }\n'
+        b'k = { type = "kafka_output", brokers = "a:9092,b:9092", topic = "logs-%{Type}", '
+        b'message_matcher = "Fields[x] != NIL" }\n'
+        b'f = { type = "filter", filename = "filters/count.lua", mode = "tap", '
+        b'ticker_interval_ms = 1000, message_matcher = "TRUE" }\n',
+    "syslog_output": b's = { type = "syslog_output", address = "tcp://127.0.0.1:514", '
+        b'framing = "octet_counted", message_matcher = "TRUE" }\n'
+        b'i = { type = "stdin_input", decoder = "d" }\n'
+        b'd = { type = "decoder", filename = "decoders/rsyslog.lua", '
+        b'template = "RSYSLOG_FileFormat", tz = "+08:00", memory_limit = "1MiB" }\n',
+    "two_files": b'i = { type = "stdin_input" }\n\0'
+        b'o = { type = "stdout_output", message_matcher = "TRUE" }\n'
+        b'lumberjit = { dead_letter_path = "dl.log" }\n',
+    "code": b'local t = {}\nfor i = 1, 3 do t[i] = string.rep("x", i) end\n'
+        b'o = setmetatable({ type = "stdout_output" }, { __index = function() error("x") end })\n'
+        b'i = { type = "stdin_input", max_line = 2^53 }\n',
+}
+for name, text in snippets.items():
+    write("fuzz_config_keys", name, text)
+
+# rsyslog_template: [tz|message_type] template NUL records, LF-separated.
+rs_lines = b"\n".join([rfc3164, rfc5424, w3.splitlines()[0], b"garbage",
+                       b"<13>Nov 26 23:00:00 spec app: hello"])
+rs_templates = {
+    "traditional_file": b"RSYSLOG_TraditionalFileFormat",
+    "file": b"RSYSLOG_FileFormat",
+    "forward": b"RSYSLOG_TraditionalForwardFormat",
+    "protocol23": b"RSYSLOG_SyslogProtocol23Format",
+    "sysklogd": b"RSYSLOG_SysklogdFileFormat",
+    "pri_text": b"<%pri%>%TIMESTAMP% %HOSTNAME% %syslogtag%%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\\n",
+    "generated": b"%timegenerated:::date-rfc3339% %msg%",
+    "literal": b"<13>Nov 26 23:00:00 spec app: %msg%",
+    "unknown": b"%nope%",
+    "options": b"%timestamp:::date-mysql%|%pri-text%|%syslogfacility-text%"
+               b"|%programname:1:8%|%procid%|%msg:R,ERE,0,DFLT:[a-z]+--end%|%msg:::json%",
+    "fields": b"%hostname:F,44:2% %app-name% %msgid% %structured-data% %rawmsg%",
+}
+for i, (name, t) in enumerate(sorted(rs_templates.items())):
+    write("fuzz_rsyslog_template", name, bytes([i & 15]) + t + b"\0" + rs_lines)
+
+# inject: ops read by the decoder fuzz_inject.c writes (see there),
+# then NUL and records, LF-separated.
+# A record: [safe] then ops (op % 6: 0 header, 1-2 field, 3 inject, 4
+# Fields replaced, 5 a reader called); values: [kind % 12] and its bytes.
+def rec(b):
+    return bytes([len(b)]) + b
+hello = b"\x00\x05hello"                      # value: a 5-byte string
+inj = [
+    rec(b"\x00" + b"\x00\x02" + hello + b"\x01\x03key" + hello + b"\x03\x00"),
+    rec(b"\x01" + b"\x00\x05\x01\x90\x20" + b"\x00\x06\x02\x01" + b"\x00\x07\x01\x7a\x00"
+        + b"\x01\x01n\x0a\x01\x20\x02\x01" + b"\x01\x01b\x0a\x00\x05xy\xffz\x01\x01"),
+    rec(b"\x00" + b"\x00\x04\x04\x02\x30" + b"\x01\x01s\x04\x01\x09" + b"\x01\x01t\x04\xfb\x03"
+        + b"\x02\x01a\x09\x03\x03\x01\x00\x01x\x02\x04" + b"\x03\x01"),
+    rec(b"\x01" + b"\x05\x00\x05\x01\x03\x05\x01\x06\x02\x05\x02\x07\x01\x09"
+        + b"\x05\x03\x08\x07 12345 abc=7,"),
+    rec(b"\x00" + b"\x04\x00\x03abc" + b"\x04\x09\x02\x00\x01x\x03\x01") +
+        rec(b"\x01\x01\x02kk\x09\x03\x00\x01a\x01\x05\x01\x03\x01\x03\x01"),
+]
+for i, r in enumerate(inj):
+    write("fuzz_inject", "ops%d" % i, r)
+write("fuzz_inject", "all", b"".join(inj))

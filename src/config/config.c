@@ -369,7 +369,10 @@ static int read_file_globals(loader *ld, config *cfg, int base_table,
     if (!p->name || config_read_plugin(ld, p, ti) != 0) return -1;
     lua_pop(L, 1);
   }
-  qsort(cfg->plugins, cfg->nplugins, sizeof *cfg->plugins, compare_line);
+  /* A file without plugin tables leaves plugins NULL, and qsort's base
+   * must not be NULL even for 0 elements (fuzz_config_keys found it). */
+  if (cfg->nplugins > 1)
+    qsort(cfg->plugins, cfg->nplugins, sizeof *cfg->plugins, compare_line);
   return 0;
 }
 
