@@ -158,6 +158,7 @@ static bool table_full(syslog_listener *l, const char *why)
 static void admit(syslog_listener *l, int fd, const struct sockaddr *sa)
 {
   char peer[SYSLOG_ADDR_TEXT], label[160], why[160];
+  const char *failed;
 
   name_peer(l, sa, peer, sizeof peer, label, sizeof label);
   snprintf(why, sizeof why, "max_connections_per_address (%llu) reached by "
@@ -176,10 +177,11 @@ static void admit(syslog_listener *l, int fd, const struct sockaddr *sa)
                       "none of them silent", label, why);
     return;
   }
-  if (!syslog_conn_open(l, fd, peer, label)) {
+  failed = syslog_conn_open(l, fd, peer, label);
+  if (failed) {
     close(fd);
-    syslog_tally_note(l, &l->refused, "refused a connection from %s: out "
-                      "of memory", label);
+    syslog_tally_note(l, &l->refused, "refused a connection from %s: %s",
+                      label, failed);
   }
 }
 

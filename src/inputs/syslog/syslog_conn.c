@@ -266,29 +266,45 @@ void syslog_conn_close(syslog_conn *c)
   uv_close((uv_handle_t *)&c->deadline, on_closed);
 }
 
-bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
-                      const char *label)
+/* A connection whose socket libuv refused: its handle is closed, and it
+ * goes, never having been one of the listener's. */
+static void on_refused_closed(uv_handle_t *h)
+{
+  syslog_conn *c = h->data;
+
+  pl_source_free(c->src);
+  tls_session_free(c->tls);
+  free(c);
+}
+
+const char *syslog_conn_open(syslog_listener *l, int fd, const char *peer,
+                             const char *label)
 {
   uv_loop_t *loop = pl_input_loop(l->pi);
   syslog_conn *c = calloc(1, sizeof *c);
+  int rc;
 
   if (!c || (l->tls && !(c->tls = tls_session_new(l->tls))) ||
       !(c->src = pl_source_new(l->pi))) {
     if (c) tls_session_free(c->tls);
     free(c);
-    return false;
+    return "out of memory";
   }
   c->l = l;
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   snprintf(c->label, sizeof c->label, "%s", label);
   if (l->transport == SYSLOG_UNIX_STREAM) {
     uv_pipe_init(loop, &c->h.pipe, 0);
-    uv_pipe_open(&c->h.pipe, fd);
+    rc = uv_pipe_open(&c->h.pipe, fd);
   } else {
     uv_tcp_init(loop, &c->h.tcp);
-    uv_tcp_open(&c->h.tcp, fd);
+    rc = uv_tcp_open(&c->h.tcp, fd);
   }
   c->h.handle.data = c;
+  if (rc != 0) {
+    uv_close(&c->h.handle, on_refused_closed);
+    return uv_strerror(rc);
+  }
   uv_timer_init(loop, &c->deadline);
   c->deadline.data = c;
   c->open_handles = 2;
@@ -304,7 +320,7 @@ bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
   arm_deadline(c);
   uv_read_start(&c->h.stream, on_alloc, on_read);
   if (pl_input_held(l->pi)) syslog_conn_hold(c, true);
-  return true;
+  return NULL;
 }
 
 bool syslog_conn_silent(const syslog_conn *c)

@@ -159,10 +159,11 @@ void syslog_accept_stop(syslog_listener *l);
 void syslog_accept_close(syslog_listener *l);
 
 /* syslog_conn.c */
-/* Serves an accepted socket (its peer "" on unix sockets); false when it
- * could not (out of memory): the caller refuses it. */
-bool syslog_conn_open(syslog_listener *l, int fd, const char *peer,
-                      const char *label);
+/* Serves an accepted socket (its peer "" on unix sockets); NULL, or why it
+ * could not (out of memory, libuv refused the descriptor): the caller
+ * then refuses it, closing fd. */
+const char *syslog_conn_open(syslog_listener *l, int fd, const char *peer,
+                             const char *label);
 /* Whether it may be closed to make room: it has sent no whole message. */
 bool syslog_conn_silent(const syslog_conn *c);
 /* Holds or resumes reading (plugin.h: input_kind's hold). */
