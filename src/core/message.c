@@ -12,16 +12,22 @@ static const char *const header_names[MSG_H_COUNT] = {
   "Payload", "EnvVersion", "Pid", "Hostname"
 };
 
+/* The arena of a message that stored no byte yet: never NULL, so that a
+ * span's bytes are arena + off with no test (msg_str: NULL + 0 would be
+ * undefined), and never written (capacity 0) nor freed. */
+static char empty_arena[1];
+
 void msg_init(msg *m)
 {
   memset(m, 0, sizeof *m);
+  m->arena = empty_arena;
 }
 
 void msg_free(msg *m)
 {
   free(m->fields);
   free(m->values);
-  free(m->arena);
+  if (m->arena_cap) free(m->arena);
   msg_init(m);
 }
 
@@ -41,7 +47,8 @@ void msg_reset(msg *m)
   m->arena_cap = acap;
 }
 
-/* Grows *p to hold at least `need` elements of `size` bytes, doubling. */
+/* Grows *p to hold at least `need` elements of `size` bytes, doubling;
+ * with *cap 0, *p (NULL, or the empty arena) is not the allocator's. */
 static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
 {
   uint64_t n = *cap ? *cap : 16;
@@ -51,7 +58,7 @@ static bool grow(void **p, uint32_t *cap, uint64_t need, size_t size)
   if (need > UINT32_MAX) return false;
   while (n < need) n *= 2;
   if (n > UINT32_MAX) n = UINT32_MAX;
-  np = realloc(*p, (size_t)n * size);
+  np = realloc(*cap ? *p : NULL, (size_t)n * size);
   if (!np) return false;
   *p = np;
   *cap = (uint32_t)n;
