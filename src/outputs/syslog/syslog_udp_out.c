@@ -42,6 +42,16 @@ static udp_result send_one(syslog_output *so, const char *payload,
 }
 
 /* The disk buffer's records; false when the output must wait. */
+/* WAIT (the socket's buffer is full) and AWAY (the host cannot send)
+ * stop the sending for now: the retry timer, or the receiver's loss. True
+ * when res is one of them. */
+static bool stops(syslog_output *so, udp_result res, const char *why)
+{
+  if (res == WAIT) so_wake_later(so, UDP_RETRY_MS);
+  else if (res == AWAY) so_down(so, why);
+  return res == WAIT || res == AWAY;
+}
+
 static bool send_from_disk(syslog_output *so)
 {
   char why[256];
@@ -59,14 +69,7 @@ static bool send_from_disk(syslog_output *so)
     }
     if (got == 0) break;
     res = send_one(so, bytes + from.head, len - from.head, why, sizeof why);
-    if (res == WAIT) {
-      so_wake_later(so, UDP_RETRY_MS);
-      return false;
-    }
-    if (res == AWAY) {
-      so_down(so, why);
-      return false;
-    }
+    if (stops(so, res, why)) return false;
     spool_ack(so->spool, spool_next(so->spool));
     so->sent++;
     if (res == REFUSED) {
@@ -100,14 +103,7 @@ bool so_udp_send(syslog_output *so)
     if (!r) return true;
     rec = *r;
     res = send_one(so, bytes + rec.head, len - rec.head, why, sizeof why);
-    if (res == WAIT) {
-      so_wake_later(so, UDP_RETRY_MS);
-      return false;
-    }
-    if (res == AWAY) {
-      so_down(so, why);
-      return false;
-    }
+    if (stops(so, res, why)) return false;
     output_take(o);
     so->sent++;
     if (res == REFUSED) {
