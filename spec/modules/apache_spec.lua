@@ -6,12 +6,7 @@ local function decoder(settings)
   return host.decoder("sandbox/decoders/apache.lua", settings)
 end
 
-local function decode(plugin, line)
-  local rc, err, messages = plugin:decode(line)
-  assert.equal(0, rc, err)
-  assert.equal(1, #messages)
-  return messages[1]
-end
+local decode = host.one
 
 -- Apache's documentation's example line, in the combined format.
 local COMBINED_LINE = [[127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 ]]

@@ -8,25 +8,10 @@ local function decoder(config)
 end
 
 local function load_error(config)
-  local ok, err = pcall(decoder, config)
-  assert.is_false(ok)
-  return err
+  return host.load_error(decoder, config)
 end
 
--- The one message a line makes.
-local function decoded(plugin, line)
-  local rc, err, messages = plugin:decode(line)
-  assert.equal(0, rc, err)
-  assert.equal(1, #messages)
-  return messages[1]
-end
-
-local function rejection(plugin, line)
-  local rc, err, messages = plugin:decode(line)
-  assert.equal(-1, rc)
-  assert.same({}, messages)
-  return err
-end
+local decoded, rejection = host.one, host.rejection
 
 describe("json_lines decoder", function()
   local plugin

@@ -6,13 +6,7 @@ local function decoder(settings)
   return host.decoder("sandbox/decoders/nginx.lua", settings)
 end
 
--- The one message a line makes, or fails the spec with the reason.
-local function decode(plugin, line)
-  local rc, err, messages = plugin:decode(line)
-  assert.equal(0, rc, err)
-  assert.equal(1, #messages)
-  return messages[1]
-end
+local decode = host.one
 
 local COMBINED_LINE = '10.1.2.3 - alice [19/May/2026:18:30:17 +0800] "GET /api/v1/users/12?page=3 HTTP/1.1" '
                       .. '200 1234 "https://example.com/" "curl/7.88.1"'
@@ -250,9 +244,7 @@ describe("nginx.parse and load errors", function()
 
   -- The sandbox's error when the decoder does not load.
   local function load_error(settings)
-    local ok, err = pcall(decoder, settings)
-    assert.is_false(ok)
-    return err
+    return host.load_error(decoder, settings)
   end
 
   it("fails the load on a bad log_format, with its position", function()

@@ -376,4 +376,29 @@ function Filter:timer(ns, shutdown)
   return injected(process, process:line(), "filter")
 end
 
+-- What the specs of each plugin ask of one: the one message a record
+-- makes, the reason it was rejected, the error a plugin's load raised (each
+-- failing the spec otherwise).
+local luassert = require "luassert"
+
+function host.one(plugin, record)
+  local rc, err, messages = plugin:decode(record)
+  luassert.equal(0, rc, err)
+  luassert.equal(1, #messages)
+  return messages[1]
+end
+
+function host.rejection(plugin, record)
+  local rc, err, messages = plugin:decode(record)
+  luassert.equal(-1, rc)
+  luassert.same({}, messages)
+  return err
+end
+
+function host.load_error(load, ...)
+  local ok, err = pcall(load, ...)
+  luassert.is_false(ok)
+  return err
+end
+
 return host

@@ -9,18 +9,10 @@ local function decoder(config)
 end
 
 local function load_error(config)
-  local ok, err = pcall(decoder, config)
-  assert.is_false(ok)
-  return err
+  return host.load_error(decoder, config)
 end
 
--- The one message a record decodes to.
-local function decode(plugin, record)
-  local rc, err, messages = plugin:decode(record)
-  assert.equal(0, rc, err)
-  assert.equal(1, #messages)
-  return messages[1]
-end
+local decode = host.one
 
 describe("syslog decoder: RFC 5424", function()
   local plugin = decoder()
