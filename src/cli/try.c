@@ -365,19 +365,12 @@ static int load_filters(trial *t, const config *cfg, sandbox_watchdog *wd)
     const config_plugin *p = &cfg->plugins[i];
     config_plugin copy;
     char err[2048];
-    router_filter *f;
     if (p->role != PLUGIN_FILTER) continue;
-    f = &filters[n++];
-    f->name = p->name;
-    f->mode = ((const config_filter *)p->settings)->mode;
-    f->match = matcher_compile(p->message_matcher, err, sizeof err);
     copy = *p;
     copy.limits.max_failures = TRY_MAX_FAILURES;
     copy.limits.quiet_rebuilds = true; /* each failure shows under its line */
-    if (f->match)
-      f->sb = pipeline_plugin_sandbox(cfg, &copy, wd, on_sandbox_log, t, err,
-                                      sizeof err);
-    if (!f->match || !f->sb) {
+    if (pipeline_filter_build(cfg, &copy, p->name, wd, on_sandbox_log, t,
+                              &filters[n++], err, sizeof err) != 0) {
       fprintf(stderr, "lumberjit: %s\n", err);
       rc = -1;
     }

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "filter_stage.h"
 #include "output.h"
 #include "plugin.h"
 
@@ -137,5 +138,12 @@ uint64_t pipeline_call_output_max(const config *cfg);
 sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
                                  sandbox_watchdog *wd, sandbox_log_fn log,
                                  void *log_ud, char *err, size_t errlen);
+/* An instance of filter p, named `name` (a string that outlives it): its
+ * matcher and its sandbox (pipeline_plugin_sandbox's); -1 with
+ * "FILE:LINE: filter 'NAME': why" in err. */
+int pipeline_filter_build(const config *cfg, const config_plugin *p,
+                          const char *name, sandbox_watchdog *wd,
+                          sandbox_log_fn log, void *log_ud, router_filter *f,
+                          char *err, size_t errlen);
 
 #endif

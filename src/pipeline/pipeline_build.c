@@ -113,6 +113,25 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
   return 0;
 }
 
+int pipeline_filter_build(const config *cfg, const config_plugin *p,
+                          const char *name, sandbox_watchdog *wd,
+                          sandbox_log_fn log, void *log_ud, router_filter *f,
+                          char *err, size_t errlen)
+{
+  char why[256];
+
+  f->name = name;
+  f->mode = ((const config_filter *)p->settings)->mode;
+  f->match = matcher_compile(p->message_matcher, why, sizeof why);
+  if (!f->match) {
+    snprintf(err, errlen, "%s:%d: filter '%s': message_matcher: %s",
+             p->file, p->line, p->name, why);
+    return -1;
+  }
+  f->sb = pipeline_plugin_sandbox(cfg, p, wd, log, log_ud, err, errlen);
+  return f->sb ? 0 : -1;
+}
+
 /* On the worker's thread: its instance of each filter. */
 static int build_worker_filters(pipeline *pl, worker *w, char *err,
                                 size_t errlen)
@@ -125,22 +144,11 @@ static int build_worker_filters(pipeline *pl, worker *w, char *err,
     return -1;
   }
   w->nfilters = pl->nfilters;
-  for (size_t i = 0; i < pl->nfilters; i++) {
-    const config_plugin *p = pl->filters[i].cfg;
-    router_filter *f = &w->filters[i];
-    char why[256];
-    f->name = pl->filters[i].name;
-    f->mode = ((const config_filter *)p->settings)->mode;
-    f->match = matcher_compile(p->message_matcher, why, sizeof why);
-    if (!f->match) {
-      snprintf(err, errlen, "%s:%d: filter '%s': message_matcher: %s",
-               p->file, p->line, p->name, why);
+  for (size_t i = 0; i < pl->nfilters; i++)
+    if (pipeline_filter_build(cfg, pl->filters[i].cfg, pl->filters[i].name,
+                              pl->wd, log_sandbox_line, NULL, &w->filters[i],
+                              err, errlen) != 0)
       return -1;
-    }
-    f->sb = pipeline_plugin_sandbox(cfg, p, pl->wd, log_sandbox_line, NULL,
-                                    err, errlen);
-    if (!f->sb) return -1;
-  }
   return 0;
 }
 
