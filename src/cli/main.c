@@ -23,17 +23,17 @@
 #include "config.h"
 #include "fd_limit.h"
 #include "help.h"
-#include "http_endpoint.h"
 #include "log.h"
 #include "pipeline.h"
 #include "registry.h"
+#include "service.h"
 #include "signals.h"
 #include "systemd_notify.h"
 #include "try.h"
 #include "version.h"
 
 static const char usage[] =
-  "usage: lumberjit -c FILE [--check]\n"
+  "usage: lumberjit -c FILE [--check | --reload]\n"
   "       lumberjit -c FILE --try DECODER [--encode ENCODER] [--watch]\n"
   "                 [--expect GOLDEN [--update]] [SAMPLE...]\n"
   "\n"
@@ -43,6 +43,8 @@ static const char usage[] =
   "                     a directory whose *.lua files, in name order, are one\n"
   "                     configuration\n"
   "      --check        validate the configuration and its plugins, then exit\n"
+  "      --reload       validate it, then ask the running lumberjit its pid_file\n"
+  "                     names to reload it (SIGHUP: see Running in production)\n"
   "      --try DECODER  run only the decoder DECODER of FILE on each line of the\n"
   "                     SAMPLE files (none or -: standard input) and print every\n"
   "                     message it makes, or why the line was rejected or failed;\n"
@@ -94,64 +96,6 @@ static int check_stdio(const config *cfg, const bool closed[3])
   return 0;
 }
 
-/* What outlives a pipeline: the HTTP endpoint and systemd's notices are
- * the process's, and a reload will hand them the next pipeline. */
-typedef struct {
-  pipeline *pl;
-  http_endpoint *http;
-} service;
-
-static void on_started(void *ud)
-{
-  service *svc = ud;
-
-  /* Past here a failed start is the run's status, not systemd's: the
-   * inputs that started are read. */
-  systemd_notifyf("READY=1\nSTATUS=running: %zu inputs",
-                  pipeline_snapshot(svc->pl)->ninputs);
-}
-
-static void on_stopping(void *ud, const char *why)
-{
-  (void)ud;
-  systemd_notifyf("STOPPING=1\nSTATUS=stopping%s%s", why ? ": " : "",
-                  why ? why : "");
-}
-
-/* Runs the collector the config describes, with its endpoint and
- * systemd's notices; returns the exit status. */
-static int serve(const config *cfg)
-{
-  service svc = {0};
-  pipeline_hooks hooks = {on_started, on_stopping, &svc};
-  char err[2048];
-  int status, rc;
-
-  if (cfg->http_address &&
-      !(svc.http = http_endpoint_start(uv_default_loop(), cfg->http_address,
-                                       err, sizeof err))) {
-    fprintf(stderr, "lumberjit: %s\n", err);
-    return 1;
-  }
-  svc.pl = pipeline_create(cfg, uv_default_loop(), err, sizeof err);
-  if (!svc.pl) {
-    fprintf(stderr, "lumberjit: %s\n", err);
-    http_endpoint_close(svc.http);
-    return 1;
-  }
-  if ((rc = systemd_watchdog_start(uv_default_loop())) != 0)
-    log_warning("systemd watchdog: %s; no WATCHDOG=1 pings", uv_strerror(rc));
-  if (svc.http) http_endpoint_serve(svc.http, svc.pl, cfg->health_paused_ms);
-  pipeline_set_hooks(svc.pl, &hooks);
-  status = pipeline_run(svc.pl);
-  /* The inputs may also have just ended: systemd hears the stop either way. */
-  systemd_notify("STOPPING=1");
-  if (svc.http) http_endpoint_serve(svc.http, NULL, 0);
-  if (pipeline_destroy(svc.pl) != 0) status = 1;
-  http_endpoint_close(svc.http);
-  return status;
-}
-
 /* Closes the signal handles and the loop; returns the exit status. */
 static int finish(int status)
 {
@@ -167,6 +111,7 @@ int main(int argc, char **argv)
   static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},
     {"check", no_argument, NULL, 'k'},
+    {"reload", no_argument, NULL, 'r'},
     {"try", required_argument, NULL, 't'},
     {"encode", required_argument, NULL, 'e'},
     {"watch", no_argument, NULL, 'w'},
@@ -179,7 +124,7 @@ int main(int argc, char **argv)
   };
   const char *file = NULL;
   try_options try = {0};
-  int check = 0, help = 0, markdown = 0, opt, status;
+  int check = 0, reload = 0, help = 0, markdown = 0, opt, status;
   char err[2048];
   bool closed[3];
   config cfg;
@@ -195,6 +140,7 @@ int main(int argc, char **argv)
     switch (opt) {
     case 'c': file = optarg; break;
     case 'k': check = 1; break;
+    case 'r': reload = 1; break;
     case 't': try.decoder = optarg; break;
     case 'e': try.encoder = optarg; break;
     case 'w': try.watch = true; break;
@@ -207,7 +153,8 @@ int main(int argc, char **argv)
     }
   }
   /* --help, or --help TYPE. */
-  if (help && optind + 1 >= argc && !file && !check && !try.decoder) {
+  if (help && optind + 1 >= argc && !file && !check && !reload &&
+      !try.decoder) {
     if (optind == argc && !markdown) {
       help_usage(usage, stdout);
       return 0;
@@ -233,10 +180,11 @@ int main(int argc, char **argv)
   }
   /* Sample operands, --encode and --watch belong to --try. */
   if (!file || (!try.decoder && (optind != argc || try.encoder || try.watch)) ||
-      (try.decoder && check)) {
+      ((try.decoder || reload) && check) || (try.decoder && reload)) {
     fputs(usage, stderr);
     return 2;
   }
+  if (reload) return service_signal_reload(file);
   if (try.decoder) {
     try.config_path = file;
     try.samples = argv + optind;
@@ -262,7 +210,5 @@ int main(int argc, char **argv)
     config_free(&cfg);
     return status ? 1 : 0;
   }
-  status = serve(&cfg);
-  config_free(&cfg);
-  return finish(status);
+  return finish(service_run(file, &cfg));
 }

@@ -96,6 +96,10 @@ struct config {
   int log_level;            /* a log_level (log.h) */
   char *http_address;       /* the HTTP endpoint's HOST:PORT; NULL: none */
   uint64_t health_paused_ms; /* /health fails past this hold; 0: never */
+  char *pid_file;           /* where the running process writes its PID,
+                               for `lumberjit --reload`; NULL: none */
+  bool watch_config;        /* reload when a config file or plugin changes */
+  uint64_t watch_interval_ms; /* how often they are looked at */
 };
 
 /* The global settings' keys, as a type's (for --help lumberjit). */

@@ -205,7 +205,9 @@ static void *worker_main(void *arg)
     uv_async_send(w->notify);
   }
   pthread_mutex_unlock(&w->lock);
-  /* The sandboxes go on the thread that made them. */
+  /* The sandboxes go on the thread that made them, but for those a reload
+   * keeps. */
+  if (w->shelve) w->shelve(w->build_ud, w);
   for (size_t i = 0; i < w->ninputs; i++) router_input_free(w->inputs[i]);
   router_free(&w->router);
   /* The counts stay for the summary; the sandboxes are gone. */

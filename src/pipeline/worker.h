@@ -97,6 +97,9 @@ struct worker {
   uv_async_t *notify;           /* the loop's: jobs came back */
 
   worker_build_fn build;
+  /* On the thread as it ends, before its router is freed: may take the
+   * sandboxes a reload keeps out of it (sandbox_shelf.h). NULL: none. */
+  void (*shelve)(void *ud, worker *w);
   void *build_ud;
   router router;                /* built on the thread */
   router_output *outputs;       /* its matchers and encoders */

@@ -750,6 +750,21 @@ void sandbox_destroy(sandbox *sb)
   free(sb);
 }
 
+void sandbox_detach(sandbox *sb)
+{
+  if (sb->wd) sandbox_watchdog_remove(sb->wd, sb);
+  sb->wd = NULL;
+}
+
+int sandbox_attach(sandbox *sb, sandbox_watchdog *wd)
+{
+  sandbox_detach(sb);
+  if (pthread_getcpuclockid(pthread_self(), &sb->owner_clock) != 0) return -1;
+  sb->wd = wd;
+  if (wd) sandbox_watchdog_add(wd, sb);
+  return 0;
+}
+
 bool sandbox_is_stopped(const sandbox *sb)
 {
   return sb->L == NULL;

@@ -144,6 +144,13 @@ void sandbox_watchdog_stop(sandbox_watchdog *wd);
 sandbox *sandbox_create(const sandbox_config *cfg, sandbox_watchdog *wd,
                         char *err, size_t errlen);
 void sandbox_destroy(sandbox *sb);
+/* A reload keeps an unchanged plugin's sandbox, its Lua state and all,
+ * for the next pipeline, whose worker threads and watchdog are new:
+ * sandbox_detach leaves the watchdog (before it stops), and
+ * sandbox_attach binds the sandbox to the calling thread's CPU clock and
+ * to wd (NULL: none); -1 when the thread has no CPU clock. */
+void sandbox_detach(sandbox *sb);
+int sandbox_attach(sandbox *sb, sandbox_watchdog *wd);
 
 /* What a batch call tells its caller of each item, in the items' order.
  * begin (NULL: none) runs as item i is taken up, before any of its output:
