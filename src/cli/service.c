@@ -194,12 +194,6 @@ static void reload(service *svc, const char *why)
     reload_failed(svc, err);
     return;
   }
-  if (cannot_resume(&svc->next, err, sizeof err) ||
-      pipeline_check(&svc->next, err, sizeof err) != 0) {
-    config_free(&svc->next);
-    reload_failed(svc, err);
-    return;
-  }
   /* The running config's digest is of its files as they were loaded. */
   svc->next_digest = pipeline_config_digest(&svc->next);
   if (svc->next_digest == svc->digest) {
@@ -209,6 +203,12 @@ static void reload(service *svc, const char *why)
     metrics_note_reload(true);
     pipeline_reopen(svc->pl);
     systemd_notify("READY=1\nSTATUS=running");
+    return;
+  }
+  if (cannot_resume(&svc->next, err, sizeof err) ||
+      pipeline_check(&svc->next, err, sizeof err) != 0) {
+    config_free(&svc->next);
+    reload_failed(svc, err);
     return;
   }
   if (!pipeline_stop_for_reload(svc->pl, &svc->next)) {
@@ -240,6 +240,16 @@ static void write_pid_file(const char *path)
 static void remove_pid_file(const char *path)
 {
   if (path) unlink(path);
+}
+
+/* The inputs of next that ran in cfg go on (config.h: continues). */
+static void mark_continuing(config *next, const config *cfg)
+{
+  for (size_t i = 0; i < next->nplugins; i++) {
+    config_plugin *p = &next->plugins[i];
+    const config_plugin *was = config_find(cfg, p->name, PLUGIN_INPUT);
+    p->continues = p->role == PLUGIN_INPUT && was && was->type == p->type;
+  }
 }
 
 /* ---- the run ---- */
@@ -281,6 +291,7 @@ static int build(service *svc, config *prev, uint64_t prev_digest)
   svc->cfg = *prev;
   svc->digest = prev_digest;
   *prev = (config){0};
+  mark_continuing(&svc->cfg, &svc->cfg); /* its inputs ran until now */
   if (place_endpoint(svc, err, sizeof err) == 0 &&
       (svc->pl = pipeline_create(&svc->cfg, uv_default_loop(), err,
                                  sizeof err)))
@@ -334,6 +345,7 @@ int service_run(const char *path, config *cfg)
     svc.pl = NULL;
     if (!svc.reloading) break;
     svc.reloading = false;
+    mark_continuing(&svc.next, &svc.cfg);
     prev = svc.cfg;
     prev_digest = svc.digest;
     svc.cfg = svc.next;
@@ -347,6 +359,8 @@ int service_run(const char *path, config *cfg)
   http_endpoint_close(svc.http);
   free(svc.http_address);
   uv_close((uv_handle_t *)&svc.settle, NULL);
+  /* The timer is on this stack: its closing ends before the return. */
+  uv_run(uv_default_loop(), UV_RUN_NOWAIT);
   config_free(&svc.cfg);
   return status;
 }
