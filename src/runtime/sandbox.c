@@ -589,9 +589,27 @@ static uint64_t thread_cpu_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+const uint64_t sandbox_cpu_bucket_ns[SANDBOX_CPU_BUCKETS - 1] = {
+  1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000, 10000000,
+  100000000,
+};
+
+/* ns of CPU over `calls` calls: they count in their average's bucket. */
+static void count_cpu(sandbox *sb, uint64_t ns, uint64_t calls)
+{
+  uint64_t each;
+  size_t b = 0;
+
+  sb->stats.cpu_ns += ns;
+  if (!calls) return;
+  each = ns / calls;
+  while (b < SANDBOX_CPU_BUCKETS - 1 && each > sandbox_cpu_bucket_ns[b]) b++;
+  sb->stats.cpu_calls[b] += calls;
+}
+
 static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
 {
-  uint64_t cpu = thread_cpu_ns();
+  uint64_t cpu = thread_cpu_ns(), calls = sb->stats.calls;
 
   sb->run.n = n;
   sb->run.i = 0;
@@ -599,7 +617,7 @@ static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
   sb->run.each = each;
   sb->batch_now_ns = 0;
   run_items(sb);
-  sb->stats.cpu_ns += thread_cpu_ns() - cpu;
+  count_cpu(sb, thread_cpu_ns() - cpu, sb->stats.calls - calls);
   sb->batch = NULL;
   sb->out = NULL;
   sb->current = NULL;
@@ -652,7 +670,7 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
   lua_pushboolean(sb->L, shutdown);
   rc = lua_pcall(sb->L, 2, 0, SLOT_ERRFUNC);
   end_call(sb);
-  sb->stats.cpu_ns += thread_cpu_ns() - cpu;
+  count_cpu(sb, thread_cpu_ns() - cpu, 1);
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sb->timer_call = true;
     fail_call(sb, call_broken(sb), res);
@@ -787,6 +805,8 @@ void sandbox_stats_add(sandbox_stats *sum, const sandbox_stats *s)
   sum->stops += s->stops;
   sum->restarts += s->restarts;
   sum->cpu_ns += s->cpu_ns;
+  for (size_t i = 0; i < SANDBOX_CPU_BUCKETS; i++)
+    sum->cpu_calls[i] += s->cpu_calls[i];
   sum->memory += s->memory;
   if (s->memory_peak > sum->memory_peak) sum->memory_peak = s->memory_peak;
 }
