@@ -387,10 +387,12 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     goto fail;
   }
   lua_remove(L, -2);
+  sandbox_watchdog_enter(sb);
   begin_call(sb);
   sb->loading = true;
   rc = lua_pcall(L, 0, 0, SLOT_ERRFUNC);
   end_call(sb);
+  sandbox_watchdog_leave(sb);
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sandbox_result res;
     describe_failure(sb, call_broken(sb), &res);
@@ -611,12 +613,15 @@ static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
 {
   uint64_t cpu = thread_cpu_ns(), calls = sb->stats.calls;
 
+  sandbox_watchdog_enter(sb);
+
   sb->run.n = n;
   sb->run.i = 0;
   sb->run.running = false;
   sb->run.each = each;
   sb->batch_now_ns = 0;
   run_items(sb);
+  sandbox_watchdog_leave(sb);
   count_cpu(sb, thread_cpu_ns() - cpu, sb->stats.calls - calls);
   sb->batch = NULL;
   sb->out = NULL;
@@ -663,6 +668,7 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
   sb->origin = origin;
   sb->batch_now_ns = 0;
   cpu = thread_cpu_ns();
+  sandbox_watchdog_enter(sb);
   begin_call(sb);
   sb->stats.calls++;
   lua_pushvalue(sb->L, SLOT_TIMER);
@@ -670,6 +676,7 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
   lua_pushboolean(sb->L, shutdown);
   rc = lua_pcall(sb->L, 2, 0, SLOT_ERRFUNC);
   end_call(sb);
+  sandbox_watchdog_leave(sb);
   count_cpu(sb, thread_cpu_ns() - cpu, 1);
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sb->timer_call = true;
