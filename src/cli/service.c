@@ -225,15 +225,20 @@ static void write_pid_file(const char *path)
 {
   char tmp[4096];
   FILE *f;
+  bool ok;
 
   if (!path) return;
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  f = fopen(tmp, "we");
-  if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0 ||
-      rename(tmp, path) != 0) {
+  if ((f = fopen(tmp, "we"))) {
+    ok = fprintf(f, "%ld\n", (long)getpid()) > 0;
+    ok = fclose(f) == 0 && ok && rename(tmp, path) == 0;
+  } else {
+    ok = false;
+  }
+  if (!ok) {
     log_warning("pid_file %s: %s; `lumberjit --reload` cannot find this "
                 "process", path, strerror(errno));
-    if (f) unlink(tmp);
+    unlink(tmp);
   }
 }
 
