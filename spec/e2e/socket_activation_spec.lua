@@ -10,9 +10,16 @@ local run = dofile("spec/e2e/run.lua")
 
 local ACTIVATE = "systemd-socket-activate"
 
-local function have_activate()
-  local ok = os.execute("command -v " .. ACTIVATE .. " >/dev/null")
-  return ok == true or ok == 0
+-- it(), pending where systemd-socket-activate is not installed.
+local function it_activated(title, body)
+  it(title, function()
+    local ok = os.execute("command -v " .. ACTIVATE .. " >/dev/null")
+    if ok ~= true and ok ~= 0 then
+      pending(ACTIVATE .. " is not installed (Debian's systemd package)")
+      return
+    end
+    body()
+  end)
 end
 
 -- A port free on 127.0.0.1 for `kind` ("SOCK_STREAM", "SOCK_DGRAM") now.
@@ -69,11 +76,7 @@ local function activated(config, stream, dgram)
 end
 
 describe("socket activation", function()
-  it("adopts the TCP, UDP and Unix sockets systemd passes, and closes with a warning one no input takes", function()
-    if not have_activate() then
-      pending(ACTIVATE .. " is not installed (Debian's systemd package)")
-      return
-    end
+  it_activated("adopts the TCP, UDP and Unix sockets systemd passes, and closes with a warning one no input takes", function()
     local tcp, udp, extra = free_port("SOCK_STREAM"), free_port("SOCK_DGRAM"), free_port("SOCK_STREAM")
     local lj = activated(listener("tcp", "tcp://127.0.0.1:" .. tcp) .. listener("udp", "udp://127.0.0.1:" .. udp)
       .. listener("stream", "unix-stream:$DIR/stream.sock") .. listener("dgram", "unix:$DIR/dgram.sock"),
@@ -110,11 +113,7 @@ describe("socket activation", function()
     h.cleanup(lj.dir)
   end)
 
-  it("binds an input's address that systemd did not pass, as without it", function()
-    if not have_activate() then
-      pending(ACTIVATE .. " is not installed (Debian's systemd package)")
-      return
-    end
+  it_activated("binds an input's address that systemd did not pass, as without it", function()
     local tcp, own = free_port("SOCK_STREAM"), free_port("SOCK_DGRAM")
     local lj = activated(listener("tcp", "tcp://127.0.0.1:" .. tcp) .. listener("own", "udp://127.0.0.1:" .. own),
       { { "syslog-tcp", "127.0.0.1:" .. tcp } }, {})
@@ -125,6 +124,32 @@ describe("socket activation", function()
     assert.are.same({ tcp = 1, own = 5 }, h.count(r.records, "inputname"))
     assert.matches("input 'own': listening on udp://127%.0%.0%.1:" .. own .. "\n", r.stderr)
     assert.is_nil(r.stderr:find("no input listens on", 1, true))
+    h.cleanup(lj.dir)
+  end)
+end)
+
+describe("socket activation and a reload", function()
+  -- The next pipeline's input takes the socket again: lumberjit kept it,
+  -- where binding the port itself could fail (514 without the capability).
+  it_activated("goes on listening on the passed socket after a reload", function()
+    local tcp = free_port("SOCK_STREAM")
+    local lj = activated(listener("tcp", "tcp://127.0.0.1:" .. tcp), { { "syslog-tcp", "127.0.0.1:" .. tcp } }, {})
+    logger(lj.dir, "-T -n 127.0.0.1 -P " .. tcp, h.numbered("before", 5))
+    assert.is_true(h.wait_records(lj, 6), h.read(lj.dir .. "/lumberjit.err"))
+    h.write(lj.dir .. "/config.lua", h.read(lj.dir .. "/config.lua"):gsub('decoder = "rfc5424"',
+      'decoder = "rfc5424", max_connections = 500'))
+    h.signal(lj.dir, "lumberjit", "HUP")
+    assert(h.wait_until(function()
+      return (h.read(lj.dir .. "/lumberjit.err") or ""):find("reload: running the new configuration", 1, true)
+    end, 20), h.read(lj.dir .. "/lumberjit.err"))
+    logger(lj.dir, "-T -n 127.0.0.1 -P " .. tcp, h.numbered("after", 5))
+    assert.is_true(h.wait_records(lj, 11), h.read(lj.dir .. "/lumberjit.err"))
+    local r = h.stop(lj)
+    assert.are.equal(0, r.status, r.stderr)
+    assert.are.same(h.numbered("after", 5), h.values(r.records, "message", "^after "))
+    local _, taken = r.stderr:gsub("input 'tcp': listening on tcp://127%.0%.0%.1:" .. tcp
+      .. " %(socket 'syslog%-tcp' passed by systemd%)", "")
+    assert.are.equal(2, taken, r.stderr)
     h.cleanup(lj.dir)
   end)
 end)
