@@ -28,6 +28,7 @@
 #include "registry.h"
 #include "service.h"
 #include "signals.h"
+#include "systemd_listen.h"
 #include "systemd_notify.h"
 #include "try.h"
 #include "version.h"
@@ -131,6 +132,7 @@ int main(int argc, char **argv)
 
   occupy_closed_stdio(closed);
   log_detect_journal();
+  systemd_listen_take();
   fd_limit_raise();
   if (signals_start(uv_default_loop()) != 0) {
     fputs("lumberjit: cannot install signal handlers\n", stderr);

@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "pipeline.h"
 #include "registry.h"
+#include "systemd_listen.h"
 #include "systemd_notify.h"
 
 /* The files watch_config looks at: the configuration's and its plugins'.
@@ -334,6 +335,7 @@ int service_run(const char *path, config *cfg)
       break;
     }
     if (first) {
+      systemd_listen_close_unclaimed();
       if ((rc = systemd_watchdog_start(uv_default_loop())) != 0)
         log_warning("systemd watchdog: %s; no WATCHDOG=1 pings",
                     uv_strerror(rc));

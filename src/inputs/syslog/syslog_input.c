@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "syslog_internal.h"
+#include "systemd_listen.h"
 
 void syslog_addr_text(const struct sockaddr *sa, char *out, size_t len)
 {
@@ -121,6 +122,38 @@ int syslog_clear_socket_path(const char *path, int type, char *why,
   return 0;
 }
 
+socklen_t syslog_sockaddr(const syslog_listener *l, const config_syslog *cfg,
+                          struct sockaddr_storage *sa)
+{
+  struct sockaddr_un *sun = (struct sockaddr_un *)sa;
+
+  memset(sa, 0, sizeof *sa);
+  if (!l->path) {
+    memcpy(sa, &cfg->sockaddr, sizeof cfg->sockaddr);
+    return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                     : sizeof(struct sockaddr_in);
+  }
+  sun->sun_family = AF_UNIX;
+  memcpy(sun->sun_path, l->path, strlen(l->path) + 1);
+  return sizeof *sun;
+}
+
+int syslog_adopt(syslog_listener *l, const config_syslog *cfg, int type,
+                 int *fd)
+{
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  int rc;
+
+  syslog_sockaddr(l, cfg, &sa);
+  rc = systemd_listen_claim(type, (struct sockaddr *)&sa, fd, &l->passed);
+  if (rc <= 0) return rc < 0 ? -errno : 0;
+  /* The socket unit's address: [::]:514 for a listener on 0.0.0.0:514. */
+  if (!l->path && getsockname(*fd, (struct sockaddr *)&sa, &len) == 0)
+    syslog_bound_address(l, (struct sockaddr *)&sa);
+  return 1;
+}
+
 /* ---- the input kind ---- */
 
 static int syslog_build(pl_input *pi, const config_plugin *p, char *err,
@@ -174,7 +207,11 @@ static int syslog_start(pl_input *pi, char *err, size_t errlen)
   if (l->dgram && syslog_dgram_start(l, err, errlen) != 0) return -1;
   if (l->server_open) syslog_accept_start(l);
   l->started = true;
-  log_msg("input '%s': listening on %s", pl_input_name(pi), l->address);
+  if (l->passed)
+    log_msg("input '%s': listening on %s (socket '%s' passed by systemd)",
+            pl_input_name(pi), l->address, l->passed);
+  else
+    log_msg("input '%s': listening on %s", pl_input_name(pi), l->address);
   return 0;
 }
 
