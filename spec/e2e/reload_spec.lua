@@ -9,7 +9,7 @@ local driver = run.root .. "/spec/e2e/reload_driver.py"
 
 -- Starts lumberjit in the background in dir with config.lua, its stderr in
 -- dir/stderr and, once it exits, its status in dir/status; returns
--- {pid, dir}.
+-- {pid, dir}. A spec that fails before it stops the run kills it.
 local function start(dir)
   os.execute(string.format("cd %s && { %s -c config.lua > stdout 2> stderr & echo $! > pid; " ..
     "wait $!; echo $? > status; } &", run.quote(dir), run.quote(run.bin)))
@@ -19,6 +19,9 @@ local function start(dir)
     if pid then break end
     os.execute("sleep 0.05")
   end
+  finally(function()
+    if not run.read(dir .. "/status") then os.execute(string.format("kill -9 %d 2>/dev/null", pid)) end
+  end)
   return {pid = pid, dir = dir}
 end
 
@@ -73,6 +76,64 @@ describe("reload", function()
     assert.are.equal(7, count(notes, "READY=1"), notes)
     assert.truthy(notes:find("READY=1|STATUS=running; the last reload failed: conf.lua:8:", 1, true), notes)
     assert.truthy(stderr:find("plugin instances kept as they were", 1, true))
+    run.cleanup(dir)
+  end)
+
+  it("keeps its syslog sockets through reloads: every datagram and connection sent meanwhile arrives", function()
+    local dir = run.tmpdir()
+    local function port()
+      return tonumber(io.popen("python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); " ..
+        "print(s.getsockname()[1])\""):read("*l"))
+    end
+    local udp, tcp = port(), port()
+    local function config(tag)
+      run.write(dir .. "/config.lua", string.format([[
+lumberjit = { state_dir = "state" }
+udp = { type = "syslog_input", address = "udp://127.0.0.1:%d", decoder = "dec" }
+tcp = { type = "syslog_input", address = "tcp://127.0.0.1:%d", decoder = "dec" }
+dec = { type = "decoder", filename = "dec.lua", tag = "%s" }
+out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
+]], udp, tcp, tag))
+    end
+    run.write(dir .. "/dec.lua", "local tag = read_config('tag')\n" ..
+      "function process_message(r) inject_message({Payload = tag .. ' ' .. r:sub(5)}) return 0 end\n")
+    config("a")
+    local proc = start(dir)
+    assert.truthy(wait_for(dir, "stderr", "listening on tcp://127.0.0.1"))
+    local sender = io.popen(string.format("python3 %s %d %d 3 2000", run.quote(run.root ..
+      "/spec/e2e/reload_sockets.py"), udp, tcp))
+    for i, tag in ipairs{"b", "c", "d"} do
+      os.execute("sleep 0.6")
+      config(tag)
+      signal(proc, "HUP")
+      assert.truthy(wait_for(dir, "stderr", "its socket kept through the reload"))
+    end
+    local sent = cjson.decode(sender:read("*a"))
+    sender:close()
+    local got = {u = {}, t = {}}
+    local function all_in()
+      got = {u = {}, t = {}}
+      for line in (run.read(dir .. "/out.log") or ""):gmatch("[^\n]+") do
+        local kind, id = line:match("^%a (%a) (%d+)$")
+        if kind then got[kind][#got[kind] + 1] = tonumber(id) end
+      end
+      return #got.u >= sent.u and #got.t >= sent.t
+    end
+    for _ = 1, 200 do
+      if all_in() then break end
+      os.execute("sleep 0.05")
+    end
+    assert.are.equal(0, stop(proc), run.read(dir .. "/stderr"))
+    all_in()
+    table.sort(got.u)
+    table.sort(got.t)
+    local function range(n) local t = {} for i = 1, n do t[i] = i end return t end
+    assert.truthy(sent.u > 1000 and sent.t > 50)
+    assert.are.same(range(sent.u), got.u)
+    assert.are.same(range(sent.t), got.t)
+    local stderr = run.read(dir .. "/stderr")
+    assert.are.equal(3, select(2, stderr:gsub("running the new configuration", "")), stderr)
+    assert.is_nil(stderr:find("has no listener any more", 1, true), stderr)
     run.cleanup(dir)
   end)
 

@@ -324,6 +324,7 @@ int service_run(const char *path, config *cfg)
     config_free(&prev);
     if (!first) {
       size_t kept = pipeline_reload_finish();
+      systemd_listen_drop_kept(); /* sockets of listeners gone */
       if (built == 0) {
         log_msg("reload: running the new configuration (%zu plugin "
                 "instances kept as they were)", kept);

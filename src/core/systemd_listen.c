@@ -23,10 +23,12 @@
 typedef struct {
   int fd;                   /* -1 once closed */
   bool claimed;
+  bool kept;                /* a reload's (systemd_listen_keep) */
   char name[FDNAME_MAX + 1];
 } passed_socket;
 
-/* Kept for the whole run: a listener built again claims its socket again. */
+/* Kept for the whole run: a listener built again claims its socket again.
+ * A reload's are added after systemd's, and go at their claim. */
 static passed_socket *sockets;
 static size_t nsockets;
 
@@ -124,14 +126,19 @@ int systemd_listen_claim(int type, const struct sockaddr *want, int *fd,
   for (size_t i = 0; i < nsockets; i++) {
     passed_socket *s = &sockets[i];
     if (s->fd < 0 || !matches(s->fd, type, want)) continue;
-    if ((*fd = fcntl(s->fd, F_DUPFD_CLOEXEC, LISTEN_FDS_START)) < 0)
+    if (s->kept) {
+      /* A reload's is given, not lent. */
+      *fd = s->fd;
+      s->fd = -1;
+    } else if ((*fd = fcntl(s->fd, F_DUPFD_CLOEXEC, LISTEN_FDS_START)) < 0) {
       return -1;
+    }
     /* The loop reads it when it is ready, and an accept or a read must not
      * block it should another process get there first. */
     fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
     s->claimed = true;
     *name = s->name;
-    return 1;
+    return s->kept ? 2 : 1;
   }
   return 0;
 }
@@ -176,11 +183,49 @@ void systemd_listen_close_unclaimed(void)
 
   for (size_t i = 0; i < nsockets; i++) {
     passed_socket *s = &sockets[i];
-    if (s->fd < 0 || s->claimed) continue;
+    if (s->fd < 0 || s->claimed || s->kept) continue;
     describe(s->fd, what, sizeof what);
     log_warning("systemd passed socket '%s' (fd %d, %s), which no input "
                 "listens on: it is closed", s->name, s->fd, what);
     close(s->fd);
     s->fd = -1;
   }
+}
+
+int systemd_listen_keep(int fd)
+{
+  passed_socket *more;
+  int copy = fcntl(fd, F_DUPFD_CLOEXEC, LISTEN_FDS_START);
+
+  if (copy < 0) return -1;
+  more = realloc(sockets, (nsockets + 1) * sizeof *more);
+  if (!more) {
+    close(copy);
+    errno = ENOMEM;
+    return -1;
+  }
+  sockets = more;
+  sockets[nsockets++] = (passed_socket){.fd = copy, .kept = true,
+                                        .name = "reload"};
+  return 0;
+}
+
+void systemd_listen_drop_kept(void)
+{
+  size_t n = 0;
+  char what[160];
+
+  /* systemd's stay, in their places (the table only grows past them). */
+  for (size_t i = 0; i < nsockets; i++) {
+    passed_socket *s = &sockets[i];
+    if (!s->kept) {
+      sockets[n++] = *s;
+      continue;
+    }
+    if (s->fd < 0) continue;
+    describe(s->fd, what, sizeof what);
+    log_msg("reload: %s has no listener any more: closed", what);
+    close(s->fd);
+  }
+  nsockets = n;
 }

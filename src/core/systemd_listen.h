@@ -35,12 +35,25 @@ void systemd_listen_take(void);
  * non-blocking) and its name in *name (FileDescriptorName=, "unknown"
  * without one; it lives as long as the process); 0 when none matches; -1
  * (errno) when one does but no descriptor was left for it. The socket
- * itself stays open here, so a listener built again takes it again. */
+ * itself stays open here, so a listener built again takes it again. 2:
+ * the socket a reload kept (systemd_listen_keep), the caller's now. */
 int systemd_listen_claim(int type, const struct sockaddr *want, int *fd,
                          const char **name);
 
 /* Logs a warning for each passed socket no listener claimed, naming it,
  * and closes it: called once the inputs are built. */
 void systemd_listen_close_unclaimed(void);
+
+/* A reload hands a listener's socket to the next pipeline the same way:
+ * the old listener keeps a descriptor of it here (instead of accepting
+ * its backlog and closing it), so that connections and datagrams that
+ * come meanwhile wait in the kernel's queue, and the new listener of the
+ * same address claims it with systemd_listen_claim (which returns 2). A
+ * kept socket is given once: the claim takes it off the table, and
+ * systemd_listen_drop_kept closes those no listener took (their input
+ * was removed, or moved) once the next pipeline is built. 0, or -1
+ * (errno) when no descriptor was left for it. */
+int systemd_listen_keep(int fd);
+void systemd_listen_drop_kept(void);
 
 #endif

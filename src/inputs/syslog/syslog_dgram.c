@@ -248,6 +248,11 @@ void syslog_dgram_hold(syslog_dgram *d, bool hold)
   else uv_poll_start(&d->poll, UV_READABLE, on_readable);
 }
 
+int syslog_dgram_socket(const syslog_dgram *d)
+{
+  return d->fd;
+}
+
 void syslog_dgram_drain(syslog_dgram *d)
 {
   int size = 0;

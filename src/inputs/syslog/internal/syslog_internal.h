@@ -71,6 +71,8 @@ typedef struct {
   bool bound_path;          /* the socket file is ours to remove */
   const char *passed;       /* the name of the socket systemd passed it
                                (systemd_listen.h); NULL: bound here */
+  bool handed_over;         /* its socket is the last pipeline's, kept
+                               through a reload */
   char address[128];        /* as configured, then as bound (real port) */
   tls_server *tls;
 
@@ -197,6 +199,8 @@ int syslog_dgram_start(syslog_listener *l, char *err, size_t errlen);
 void syslog_dgram_hold(syslog_dgram *d, bool hold);
 /* Stopping: reads what the kernel holds, then finishes the source. */
 void syslog_dgram_drain(syslog_dgram *d);
+/* Its socket's descriptor (-1: none). */
+int syslog_dgram_socket(const syslog_dgram *d);
 /* The source finished, or the pipeline is torn down: closes the socket. */
 void syslog_dgram_close(syslog_dgram *d);
 bool syslog_dgram_closed(const syslog_dgram *d);
