@@ -109,6 +109,8 @@ produce_result kafka_send_from_disk(kafka_output *k)
 {
   char err[256];
 
+  /* A stashed record read before its segment was dropped is gone. */
+  if (k->stashed && dq_forget_dropped(k->dq, k->stash_id)) k->stashed = false;
   for (;;) {
     output_record r;
     const char *bytes, *why = NULL;
@@ -357,14 +359,12 @@ static void spill_moved(kafka_output *k)
  * or 0. */
 static uint64_t move_held(kafka_output *k)
 {
-  dq_stats_t st;
   uint64_t spilled = k->spilled, need;
 
-  dq_stats(k->dq, &st);
   need = k->direct_bytes +
          k->direct_in_flight * (SPILL_OVERHEAD + NAME_AND_HEAD);
   if (k->direct_in_flight == 0 || k->direct_behind || k->nunsynced > 0 ||
-      st.bytes > k->buffer_max || need > k->buffer_max - st.bytes)
+      !dq_fits(k->dq, need))
     return 0;
   k->moving = true;
   rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);

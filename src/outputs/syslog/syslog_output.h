@@ -34,7 +34,10 @@
  *   tls_server_name
  *                TLS: the name (or IP address) the server's certificate
  *                must carry; default the address's HOST. Sent as SNI.
- *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
+ *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB),
+ *                when_full = ("hold") }: when full, it holds the inputs, or
+ *                with "drop_oldest" drops its oldest records, counted
+ *                (config_disk_buffer.h);
  *                where records go while the receiver is away (spool.h);
  *                path defaults to state_dir/syslog-NAME.
  *   encoder, message_matcher, flush_bytes: as every output's. The record's

@@ -202,7 +202,8 @@ static const config_key syslog_keys[] = {
            "address's host)"},
   {"disk_buffer", KEY_CUSTOM, 0, .read = read_disk_buffer,
    .free = free_disk_buffer, .value = "table",
-   .help = "{ path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }: "
+   .help = "{ path =, max_bytes = (1 GiB), segment_bytes = (16 MiB), "
+           "when_full = (\"hold\") }: "
            "where records go while the receiver is away"},
   {NULL}
 };
