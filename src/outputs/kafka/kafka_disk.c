@@ -28,6 +28,8 @@
 /* Room left, for each record librdkafka holds, for its input's name and
  * head (kafka_head.h) (kafka_keep_held). */
 #define NAME_AND_HEAD 64
+/* kafka_keep_held logs at most this often. */
+#define HELD_LOG_NS (10ull * 1000000000)
 
 static void put_le(buf *b, uint64_t v, int n)
 {
@@ -391,10 +393,24 @@ static uint64_t move_held(kafka_output *k)
  * cannot send it again) and the inputs' checkpoints move past it. */
 void kafka_keep_held(kafka_output *k)
 {
-  uint64_t moved = move_held(k);
+  uint64_t moved = move_held(k), now = uv_hrtime();
 
-  if (moved)
-    log_warning("%s: every broker is down; the %" PRIu64 " records librdkafka "
-            "held are in the disk buffer, and new records go behind them",
-            k->o->name, moved);
+  if (!moved) return;
+  /* While the brokers stay down, records the queue hands librdkafka meanwhile
+   * move too, a few every poll: one line, then one every HELD_LOG_NS
+   * at most, says how many. */
+  k->held_unlogged += moved;
+  k->held_moves_unlogged++;
+  if (k->held_logged_ns && now - k->held_logged_ns < HELD_LOG_NS) return;
+  if (k->held_moves_unlogged > 1)
+    log_warning("%s: every broker is down; %" PRIu64 " more records "
+                "librdkafka held went to the disk buffer in %" PRIu64
+                " moves, and new records go behind them", k->o->name,
+                k->held_unlogged, k->held_moves_unlogged);
+  else
+    log_warning("%s: every broker is down; the %" PRIu64 " records "
+                "librdkafka held are in the disk buffer, and new records go "
+                "behind them", k->o->name, k->held_unlogged);
+  k->held_logged_ns = now;
+  k->held_unlogged = k->held_moves_unlogged = 0;
 }

@@ -301,6 +301,7 @@ int syslog_output_open(output_sink *o, uv_loop_t *loop, const char *name,
   so->backoff_min_ms = so->backoff_ms = cfg->reconnect_min_ms;
   so->backoff_max_ms = cfg->reconnect_max_ms;
   so->connect_timeout_ms = cfg->connect_timeout_ms;
+  so->send_timeout_ms = cfg->send_timeout_ms;
   so->loop = loop;
   output_open_transport(o, loop, name, &syslog_transport, so, ev);
   so->o = o;
