@@ -90,17 +90,18 @@ end
 ]], prefix or ""))
 end
 
--- A config: the generator at `rate` lines a second, one worker (so the
--- numbering encoder numbers records in their order), the metrics file
--- every 200 ms, and `output` (a table's text) named out.
-function f.config(rate, output)
+-- A config: the generator at `rate` lines a second (`count` in all, 0:
+-- until stopped), one worker (so the numbering encoder numbers records in
+-- their order), the metrics file every 200 ms, and `output` (a table's
+-- text) named out.
+function f.config(rate, output, count)
   return string.format([[
 lumberjit = { dead_letter_path = "dead.log", state_dir = "state", stop_timeout_ms = 10000, workers = 1,
               metrics_path = "metrics.prom", metrics_interval_ms = 200 }
-gen = { type = "generator_input", format = "syslog", rate = %d }
+gen = { type = "generator_input", format = "syslog", rate = %d, count = %d }
 numbering = { type = "encoder", filename = "numbering.lua" }
 out = { message_matcher = "TRUE", encoder = "numbering", %s }
-]], rate, output)
+]], rate, count or 0, output)
 end
 
 -- Starts lumberjit on dir/config.lua, killed after `limit` seconds. Its
@@ -157,6 +158,19 @@ function f.received(dir)
   local got = {}
   for n in (run.read(dir .. "/out.log") or ""):gmatch("line (%d+)") do got[tonumber(n)] = true end
   return got
+end
+
+-- Waits (at most `seconds`) until the receiver wrote `want` records, or
+-- wrote none for 3 s: what lumberjit delivered may still be on its way,
+-- in the proxy and the receiver.
+function f.wait_arrivals(dir, want, seconds)
+  local last, still = -1, 0
+  h.wait_until(function()
+    local got = receiver.received(dir)
+    if got == last then still = still + 1 else still = 0 end
+    last = got
+    return got >= want or still >= 60
+  end, seconds or 60)
 end
 
 -- How many lines lumberjit's stderr has.

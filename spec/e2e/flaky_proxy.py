@@ -40,6 +40,7 @@ import time
 MODES = ["drop", "blackhole", "stall", "throttle"]
 THROTTLE = 20 * 1024
 CHUNK = 16384
+RCVBUF = 16384
 
 lock = threading.Lock()
 state = {"mode": "pass", "up": 0, "down": 0}
@@ -209,6 +210,10 @@ class Conn:
 def listen(port):
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # The connections' receive buffers, small as an uplink's in-flight
+    # window: loopback's megabytes would take a blackholed sender's records
+    # by the thousand before it notices anything.
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
     listener.bind(("127.0.0.1", port))
     listener.listen(1)  # a small backlog: see accept_loop
     return listener

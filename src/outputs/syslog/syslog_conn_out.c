@@ -41,6 +41,11 @@ void so_conn_drop(syslog_output *so, const char *why)
   so_conn *c = so->conn;
 
   if (!c) return;
+  /* libuv wrote part of a pending write before it stalled: the records
+   * whose bytes the kernel took are delivered, not to be sent again. */
+  if (c->writing && c->ready)
+    so_written(so, c->wire_base + c->wire_head + c->writing_len -
+                       uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
   so->conn = NULL;
   uv_timer_stop(&so->deadline);
   /* A pending connect or write is cancelled: its callback finds the

@@ -111,7 +111,13 @@ static bool encode(syslog_output *so)
     total = so_conn_push(so, so->plain.data + start,
                          so->ents[last].end - start);
     if (!total) return false;
-    for (size_t i = first; i <= last; i++) so->ents[i].wire_end = total;
+    /* Plain TCP's bytes are the records' own, so each is settled once the
+     * kernel took its last byte; TLS's only with the TLS record holding
+     * it. A connection that breaks inside a push then sends again only
+     * what the kernel did not take. */
+    for (size_t i = first; i <= last; i++)
+      so->ents[i].wire_end =
+          so->tls ? total : total - (so->ents[last].end - so->ents[i].end);
     so->ent_encoded = last + 1;
   }
   return true;
