@@ -262,6 +262,10 @@ describe("syslog_output's settings", function()
         "must be at least reconnect_min_ms" },
       { 'address = "tcp://127.0.0.1:514", disk_buffer = { max_bytes = 1073741824 }',
         "needs a path, or lumberjit.state_dir" },
+      { 'address = "tcp://127.0.0.1:514", disk_buffer = { path = "b", when_full = "drop" }',
+        'key \'when_full\' must be "hold" or "drop_oldest"' },
+      { 'address = "tcp://127.0.0.1:514", disk_buffer = { path = "b", max_bytes = 65536, segment_bytes = 65536, '
+        .. 'when_full = "drop_oldest" }', "needs max_bytes at least twice segment_bytes" },
       { 'adress = "tcp://127.0.0.1:514"', "adress" },
     }
     for _, case in ipairs(cases) do
@@ -273,8 +277,8 @@ describe("syslog_output's settings", function()
   end)
 
   it("accepts a good one", function()
-    local r = check_config('address = "tcp://logs.example.com:514", framing = "newline", '
-      .. 'disk_buffer = { path = "buffer", max_bytes = 1048576, segment_bytes = 65536 }')
+    local r = check_config('address = "tcp://logs.example.com:514", framing = "newline", send_timeout_ms = 0, '
+      .. 'disk_buffer = { path = "buffer", max_bytes = 1048576, segment_bytes = 65536, when_full = "drop_oldest" }')
     assert.are.equal(0, r.status, r.stderr)
   end)
 end)

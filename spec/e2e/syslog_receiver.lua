@@ -48,12 +48,13 @@ local function receiver_config(dir, opts)
 end
 
 -- Starts rsyslogd as a receiver in dir (kept across restarts: out.log
--- grows); opts = { port = N (0: any), udp = PORT, tls = certs }. Returns
--- the TCP port it listens on (or the UDP one).
+-- grows); opts = { port = N (0: any), udp = PORT, tls = certs, limit =
+-- seconds before it is killed (120) }. Returns the TCP port it listens on
+-- (or the UDP one).
 local function start_receiver(dir, opts)
   assert(h.sh(dir, "mkdir -p work && rm -f port work/rsyslogd.pid"))
   run.write(dir .. "/rsyslog.conf", receiver_config(dir, opts))
-  h.spawn(dir, "rsyslogd", "/usr/sbin/rsyslogd -n -f rsyslog.conf -i " .. run.quote(dir .. "/work/rsyslogd.pid"), 120)
+  h.spawn(dir, "rsyslogd", "/usr/sbin/rsyslogd -n -f rsyslog.conf -i " .. run.quote(dir .. "/work/rsyslogd.pid"), opts.limit or 120)
   if opts.udp then
     assert(h.wait_until(function() return run.read(dir .. "/work/rsyslogd.pid") end, 10), "rsyslogd did not start")
     return opts.udp

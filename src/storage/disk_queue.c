@@ -18,8 +18,8 @@
  * A queue that drops its oldest (dq_drop_oldest) moves ack_base past the
  * segment it drops; the records of it read and not acknowledged then,
  * which the caller still holds, are ids drop_lo .. drop_hi, of which
- * held_dropped are not yet settled: an ack of one, a rewind or dq_close
- * settles them.
+ * held_dropped are not yet settled: an ack of one (it arrived after all),
+ * dq_forget_dropped or a rewind (it will not) settles it.
  */
 #include "disk_queue.h"
 

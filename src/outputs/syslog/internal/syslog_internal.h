@@ -88,6 +88,13 @@ typedef struct syslog_output {
 
   spool *spool;
   bool spool_logged, full_logged;
+  /* A path that flaps (connections that break soon after they are made)
+   * is told a line every 10 s at most (syslog_stream_out.c): when the
+   * last break was logged, and whether breaks went untold since (quiet:
+   * the lines of each break, connection and disk buffer drain are left
+   * out meanwhile). */
+  uint64_t down_logged_ms, breaks_unlogged;
+  bool quiet;
   buf scratch;              /* a record's bytes on their way elsewhere */
 
   uint64_t sent, delivered, refused, from_disk;
