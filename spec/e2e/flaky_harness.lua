@@ -60,11 +60,16 @@ function f.stop_proxy(p)
   h.terminate(p.dir, "proxy", 5)
 end
 
--- The proxy's figures: its mode changes ({ mode = count }) and the most
--- bytes it forwarded towards the receiver in any `window` seconds.
+-- The proxy's figures: how many times it misbehaved, and how ("drop=3,
+-- stall=2"), and the most bytes a second it forwarded towards the
+-- receiver over any `window` seconds.
 function f.proxy_figures(p, window)
-  local modes = {}
-  for m in (run.read(p.dir .. "/proxy.log") or ""):gmatch("mode (%a+) %(seed") do modes[m] = (modes[m] or 0) + 1 end
+  local modes, outages, text = {}, 0, {}
+  for m in (run.read(p.dir .. "/proxy.log") or ""):gmatch("mode (%a+) %(seed") do
+    modes[m] = (modes[m] or 0) + 1
+    outages = outages + 1
+  end
+  for m, count in pairs(modes) do text[#text + 1] = m .. "=" .. count end
   local per_second = {}
   for up in (run.read(p.dir .. "/rates") or ""):gmatch("%d+ (%d+) %d+\n") do per_second[#per_second + 1] = tonumber(up) end
   local most = 0
@@ -73,7 +78,7 @@ function f.proxy_figures(p, window)
     for j = i, i + window - 1 do sum = sum + per_second[j] end
     most = math.max(most, sum)
   end
-  return modes, most / window
+  return outages, table.concat(text, ","), most / window
 end
 
 -- An encoder that numbers its messages ("line N ", then the generator's

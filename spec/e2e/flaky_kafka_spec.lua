@@ -68,12 +68,10 @@ describe("kafka_output through a flaky uplink", function()
     assert(h.sh(dir, string.format("timeout -s KILL 300 kcat -C -q -e -o beginning -f '%%s\\n' -b %s -t flaky "
       .. "| grep -o '^line [0-9]*' > out.log", b.bootstrap)))
     local c = receiver.check(dir)
-    local modes, rate = f.proxy_figures(p, 5)
-    local outages = 0
-    for _, count in pairs(modes) do outages = outages + count end
-    io.stderr:write(string.format("flaky kafka: %d s, %d outages of the proxy's; %d records, %s; disk buffer at "
+    local outages, modes, rate = f.proxy_figures(p, 5)
+    io.stderr:write(string.format("flaky kafka: %d s, %d outages (%s); %d records, %s; disk buffer at "
       .. "most %d records; at most %.0f bytes/s towards the broker over 5 s (cap %d); %d log lines\n", seconds,
-      outages, n, c.text:match("[^\n]+"), most.lumberjit_output_disk_buffer_records or 0, rate, CAP,
+      outages, modes, n, c.text:match("[^\n]+"), most.lumberjit_output_disk_buffer_records or 0, rate, CAP,
       f.line_count(stderr)))
 
     assert.are.equal(0, c.lost, c.text .. stderr)

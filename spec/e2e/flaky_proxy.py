@@ -20,8 +20,9 @@ It misbehaves as an uplink does, in modes:
   throttle   20 KB/s each way, all connections together
 
 With --seed and --chaos it picks modes at random (the seed makes the same
-schedule) for that many seconds, each for 1 to 6 s with a second of pass
-between, then heals (pass) for good. --control PORT takes lines on a TCP
+schedule) for that many seconds, each for 1 to 5 s with a second of pass
+between and every mode once in each round of four, then heals (pass) for
+good. --control PORT takes lines on a TCP
 socket: "mode NAME" (until the next), "chaos SECONDS" (the schedule, from
 now), "heal" (pass); each answered "ok". DIR gets proxy.log (one line a mode change, "healed") and
 rates (a line a second: seconds since start, bytes forwarded towards the
@@ -251,10 +252,15 @@ def schedule(args):
     rng = random.Random(args.seed)
     end = time.monotonic() + args.chaos
     while time.monotonic() < end:
-        set_mode(args, rng.choice(MODES), "seed %d" % args.seed)
-        time.sleep(min(rng.uniform(1, 6), max(0, end - time.monotonic())))
-        set_mode(args, "pass", "between")
-        time.sleep(1)
+        # Every mode once a round, in a random order: a round takes at
+        # most 24 s, so a short run sees each of them.
+        for m in rng.sample(MODES, len(MODES)):
+            if time.monotonic() >= end:
+                break
+            set_mode(args, m, "seed %d" % args.seed)
+            time.sleep(min(rng.uniform(1, 5), max(0, end - time.monotonic())))
+            set_mode(args, "pass", "between")
+            time.sleep(1)
     set_mode(args, "pass", "chaos over")
     log(args, "healed")
 

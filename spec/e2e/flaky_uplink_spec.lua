@@ -34,12 +34,11 @@ describe("syslog_output through a flaky uplink", function()
     run.write(dir .. "/config.lua", config(p.port))
     f.start_lumberjit(dir, seconds + 600)
 
-    local names = { "lumberjit_output_disk_buffer_records", "lumberjit_output_queued_records",
-                    "lumberjit_inputs_paused" }
+    local names = { "lumberjit_output_disk_buffer_records", "lumberjit_output_queued_records" }
     local healed, most = f.watch(dir, names, function() return f.healed(p) end, seconds + 30)
     assert.is_true(healed, run.read(dir .. "/proxy.log"))
     -- Healed: the backlog drains while the generator goes on.
-    local drained, after = f.watch(dir, names, function()
+    local drained = f.watch(dir, names, function()
       return f.metric(dir, "lumberjit_output_disk_buffer_records") == 0
         and (f.metric(dir, "lumberjit_output_queued_records") or 1) < RATE
     end, 300)
@@ -54,14 +53,10 @@ describe("syslog_output through a flaky uplink", function()
     f.expect(dir, n)
     local c = receiver.check(dir)
     local connects = tonumber(stderr:match("(%d+) connections"))
-    local modes, _ = f.proxy_figures(p, 5)
-    io.stderr:write(string.format("flaky syslog: %d s, modes %s; %d records, %s; %d connections; "
-      .. "disk buffer at most %d records; %d log lines\n", seconds, run.quote(table.concat((function()
-        local t = {}
-        for m, k in pairs(modes) do t[#t + 1] = m .. "=" .. k end
-        return t
-      end)(), ",")), n, c.text:match("[^\n]+"), connects, most.lumberjit_output_disk_buffer_records or 0,
-      f.line_count(stderr)))
+    local outages, modes = f.proxy_figures(p, 5)
+    io.stderr:write(string.format("flaky syslog: %d s, %d outages (%s); %d records, %s; %d connections; "
+      .. "disk buffer at most %d records; %d log lines\n", seconds, outages, modes, n, c.text:match("[^\n]+"),
+      connects, most.lumberjit_output_disk_buffer_records or 0, f.line_count(stderr)))
 
     assert.are.equal(0, c.lost, c.text .. stderr)
     assert.are.equal(0, c.torn, c.text)
@@ -72,11 +67,8 @@ describe("syslog_output through a flaky uplink", function()
     -- The disk buffer filled while the receiver was away, and drained.
     assert.truthy((most.lumberjit_output_disk_buffer_records or 0) > 0, stderr)
     assert.are.equal(0, f.metric(dir, "lumberjit_output_disk_buffer_records"))
-    assert.truthy(after)
     -- A few lines an outage, not one a retry: the summary (about 15
     -- lines) and at most 4 an outage of the proxy's.
-    local outages = 0
-    for _, k in pairs(modes) do outages = outages + k end
     assert.truthy(f.line_count(stderr) <= 20 + 4 * outages, stderr)
     h.cleanup(dir)
   end)
