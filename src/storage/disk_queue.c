@@ -769,7 +769,9 @@ static uint64_t now_ns(void)
 }
 
 /* The first drop, then a line every DROP_LOG_NS at most with what was
- * dropped since: a full buffer drops a segment every few appends. */
+ * dropped since: a full buffer drops a segment every few appends. The
+ * records counted include those held in flight, which may yet arrive
+ * (dq_stats counts them once they did not). */
 static void log_drops(disk_queue *q, uint64_t records)
 {
   uint64_t now = now_ns();
@@ -791,7 +793,7 @@ static void log_drops(disk_queue *q, uint64_t records)
  * what became of them (the top of the file). */
 static void drop_head(disk_queue *q)
 {
-  uint64_t end = q->segs[0].first_id + q->segs[0].nrecs, now = 0;
+  uint64_t end = q->segs[0].first_id + q->segs[0].nrecs, now = 0, held = 0;
 
   for (uint64_t id = q->ack_base; id < end; id++) {
     uint32_t e = id < q->max_read ? *ring_at(q, id) : 0;
@@ -801,6 +803,7 @@ static void drop_head(disk_queue *q)
       if (!q->held_dropped) q->drop_lo = id;
       q->held_dropped++;
       q->drop_hi = id + 1;
+      held++;
     } else {
       now++;
       q->unread--;
@@ -812,7 +815,7 @@ static void drop_head(disk_queue *q)
   if (q->next_id < end) q->next_id = end;
   delete_head(q);
   release(q); /* records after it acknowledged out of order */
-  log_drops(q, now);
+  log_drops(q, now + held);
 }
 
 /* A dropped record the caller held: settled now, its fate known. */

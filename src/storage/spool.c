@@ -208,6 +208,11 @@ void spool_ack(spool *s, uint64_t id)
   dq_ack(s->dq, id);
 }
 
+void spool_unsent(spool *s, uint64_t id)
+{
+  dq_forget_dropped(s->dq, id);
+}
+
 void spool_rewind(spool *s)
 {
   s->has_front = false;

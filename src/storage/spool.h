@@ -116,6 +116,10 @@ int spool_front(spool *s, spool_origin *from, const char **bytes,
 uint64_t spool_next(spool *s);
 /* The destination took record id: it leaves the disk. */
 void spool_ack(spool *s, uint64_t id);
+/* Record id, handed on, will not be sent in this run (the stop): it stays
+ * on disk for the next, or, dropped meanwhile (spool_drop_oldest), counts
+ * as dropped now. */
+void spool_unsent(spool *s, uint64_t id);
 /* Every record handed on and not acknowledged is read again, in order. */
 void spool_rewind(spool *s);
 /* Records wait on disk to be handed on: new records go behind them. */

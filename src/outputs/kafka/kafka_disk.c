@@ -295,7 +295,10 @@ void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
   bool kept;
 
   if (s->from_disk) {
+    /* Moving, it is read again after the rewind; at the stop it stays on
+     * disk for the next run, unless the full disk buffer dropped it. */
     if (k->moving) k->moved_from_disk = true;
+    else dq_forget_dropped(k->dq, s->dq_id);
     return;
   }
   if (!k->moving) rec->len = 0;

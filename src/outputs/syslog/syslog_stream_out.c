@@ -254,7 +254,9 @@ void so_drop_entries(syslog_output *so,
     so_entry *e = &so->ents[i];
     /* One from the disk buffer stays there, unacknowledged: the next run
      * reads it again. */
-    if (!e->from_disk)
+    if (e->from_disk)
+      spool_unsent(so->spool, e->dq_id);
+    else
       fn(so, e, so->plain.data + e->start + e->prefix,
          e->end - e->start - e->prefix);
   }
