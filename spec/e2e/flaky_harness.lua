@@ -150,6 +150,21 @@ function f.watch(dir, names, until_fn, seconds)
   return ok, most
 end
 
+-- Waits while the proxy misbehaves (at most `seconds` and 30 more) and
+-- then while the backlog drains (at most `drain` seconds): the disk buffer
+-- empty, the queue below a second of the generator's `rate`. Returns
+-- whether it drained and the most records the disk buffer held.
+function f.ride_out(dir, p, seconds, drain, rate)
+  local names = { "lumberjit_output_disk_buffer_records" }
+  local healed, most = f.watch(dir, names, function() return f.healed(p) end, seconds + 30)
+  assert(healed, run.read(p.dir .. "/proxy.log"))
+  local drained = f.watch(dir, {}, function()
+    return f.metric(dir, "lumberjit_output_disk_buffer_records") == 0
+      and (f.metric(dir, "lumberjit_output_queued_records") or rate) < rate
+  end, drain)
+  return drained, most.lumberjit_output_disk_buffer_records or 0
+end
+
 -- dir/in.log: "line 1" .. "line N", what check-records.py expects of
 -- out.log.
 function f.expect(dir, n)
