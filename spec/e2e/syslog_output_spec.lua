@@ -93,6 +93,19 @@ describe("syslog_output to rsyslogd", function()
     h.cleanup(dir)
   end)
 
+  -- An uplink paid by the byte: 2000 records of 43 bytes with newline
+  -- framing (86 KB) under a cap of 20 KB a second cannot all be sent in
+  -- less than (86 - 20) / 20 = 3.3 s (the bucket starts with one second's
+  -- bytes); the bound is a floor the cap sets, never a race.
+  it("holds to max_bytes_per_second", function()
+    local function now() return tonumber(io.popen("date +%s.%N"):read("*l")) end
+    local start = now()
+    local dir = forward(2000, {}, 'encoder = "rfc3164", framing = "newline", max_bytes_per_second = 20000, ' ..
+      'address = "tcp://127.0.0.1:PORT"')
+    assert.is_true(now() - start >= 3.2, "sent in " .. (now() - start) .. " s")
+    h.cleanup(dir)
+  end)
+
   it("over UDP, one datagram per record, too large ones dead-lettered", function()
     local dir = h.tmpdir()
     local port = free_port("udp")

@@ -65,6 +65,18 @@ void so_wake_later(syslog_output *so, uint64_t ms)
     uv_timer_start(&so->later, on_later, ms, 0);
 }
 
+bool so_cap_allows(syslog_output *so, size_t len)
+{
+  uint64_t wait_ms;
+
+  if (rate_cap_allows(&so->cap, len, uv_hrtime(), &wait_ms)) {
+    rate_cap_spend(&so->cap, len);
+    return true;
+  }
+  so_wake_later(so, wait_ms ? wait_ms : 1);
+  return false;
+}
+
 void so_refuse(syslog_output *so, const output_record *r, const char *bytes,
                size_t len, const char *why)
 {
@@ -302,6 +314,7 @@ int syslog_output_open(output_sink *o, uv_loop_t *loop, const char *name,
   so->backoff_max_ms = cfg->reconnect_max_ms;
   so->connect_timeout_ms = cfg->connect_timeout_ms;
   so->send_timeout_ms = cfg->send_timeout_ms;
+  rate_cap_init(&so->cap, cfg->bytes_per_second, 0, uv_hrtime());
   so->loop = loop;
   output_open_transport(o, loop, name, &syslog_transport, so, ev);
   so->o = o;

@@ -33,6 +33,11 @@
  *                broken: a receiver behind a blackholed path accepts and
  *                then answers nothing, and only a timeout reveals it. A
  *                slow receiver that takes some bytes is waited for.
+ *   max_bytes_per_second
+ *                a cap on the bytes sent (framing included; 0, the default:
+ *                none), for an uplink whose budget is shared or paid by
+ *                the byte: records wait in the queue, and then the disk
+ *                buffer, while the cap holds them (rate_cap.h).
  *   tls_ca       TLS: the PEM file of the authorities the server's
  *                certificate must chain to (default: the system's).
  *   tls_cert, tls_key
@@ -114,6 +119,7 @@ typedef struct syslog_output_config {
   so_framing framing;
   uint64_t reconnect_min_ms, reconnect_max_ms, connect_timeout_ms;
   uint64_t send_timeout_ms;   /* 0: none */
+  uint64_t bytes_per_second;  /* 0: none */
   char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
   config_disk_buffer buffer;
 } syslog_output_config;

@@ -194,6 +194,8 @@ static const config_key syslog_keys[] = {
   {"send_timeout_ms", KEY_COUNT, S(send_timeout_ms), "60000", 0, 3600000,
    .help = "a connection that takes none of its bytes for this long is "
            "broken (0: never)"},
+  {"max_bytes_per_second", KEY_COUNT, S(bytes_per_second), "0", 0, 1e15,
+   .help = "a cap on the bytes sent, framing included (0: none)"},
   {"tls_ca", KEY_STRING, S(tls_ca),
    .help = "PEM certificate authorities the receiver's certificate is "
            "checked against (default: the system's)"},

@@ -66,8 +66,19 @@ static size_t in_flight_bytes(const syslog_output *so)
              ? so->plain.len - so->ents[so->ent_head].start : 0;
 }
 
-/* Takes records while the connection's share is not full: the disk
- * buffer's while it has any, then the queue's. Whether it took any. */
+/* The bytes a record of len takes on the wire, framing included. */
+static size_t framed(const syslog_output *so, size_t len)
+{
+  char prefix[24];
+
+  return so->framing == SO_OCTET_COUNTING
+             ? len + (size_t)snprintf(prefix, sizeof prefix, "%zu ", len)
+             : len;
+}
+
+/* Takes records while the connection's share is not full and the cap
+ * lets them go: the disk buffer's while it has any, then the queue's.
+ * Whether it took any. */
 static bool fill(syslog_output *so)
 {
   output_sink *o = so->o;
@@ -86,7 +97,8 @@ static bool fill(syslog_output *so)
         return false;
       }
       if (got > 0) {
-        if (!add_entry(so, bytes + from.head, len - from.head, NULL, true, 0))
+        if (!so_cap_allows(so, framed(so, len - from.head)) ||
+            !add_entry(so, bytes + from.head, len - from.head, NULL, true, 0))
           break;
         so->ents[so->nents - 1].dq_id = spool_next(so->spool);
         took = true;
@@ -94,7 +106,9 @@ static bool fill(syslog_output *so)
       }
     }
     if (!(r = output_front(o, &bytes, &len))) break;
-    if (!add_entry(so, bytes + r->head, len - r->head, r, false, 0)) break;
+    if (!so_cap_allows(so, framed(so, len - r->head)) ||
+        !add_entry(so, bytes + r->head, len - r->head, r, false, 0))
+      break;
     output_take(o);
     took = true;
   }

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "latency.h"
 #include "output.h"
+#include "rate_cap.h"
 #include "spool.h"
 #include "syslog_output.h"
 #include "tls.h"
@@ -61,6 +62,7 @@ typedef struct syslog_output {
   so_framing framing;
   uint64_t backoff_min_ms, backoff_max_ms, connect_timeout_ms;
   uint64_t send_timeout_ms; /* 0: none */
+  rate_cap cap;             /* max_bytes_per_second */
   uint64_t backoff_ms;      /* the next wait */
   tls_client *tls;
 
@@ -108,6 +110,9 @@ typedef struct syslog_output {
 void so_wake(syslog_output *so);
 /* The output tries again in ms (a full disk buffer or socket buffer). */
 void so_wake_later(syslog_output *so, uint64_t ms);
+/* Whether max_bytes_per_second lets len more bytes go now (they are
+ * counted then); if not, the output goes on once it will. */
+bool so_cap_allows(syslog_output *so, size_t len);
 /* The loop runs on for the output's handles only while it holds records. */
 void so_update_ref(syslog_output *so);
 /* A record that cannot be sent goes to the dead-letter path with why. */
