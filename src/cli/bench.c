@@ -445,7 +445,8 @@ static void measure(step_run *s, const pipeline_stats *st)
   step->lost = sub(step->generated, read) + unsettled + st->dead_letters_lost;
   step->seconds = secs > 0 ? secs : 1e-9;
   step->achieved = (double)read / step->seconds;
-  step->scheduled = step->offered > 0;
+  step->latency_from = step->offered > 0 ? "due"
+                       : s->load->files   ? "written" : "read";
   for (int k = 0; k < BENCH_THREAD_KINDS; k++)
     step->cpu[k] = s->cpu1[k] > s->cpu0[k] ? s->cpu1[k] - s->cpu0[k] : 0;
   step->peak_rss_mib = bench_peak_rss_mib();
@@ -513,6 +514,7 @@ static int run_step(bench_run *run, bench_load *ld, bench_step *step,
   pipeline_hooks hooks = {on_started, on_stopping, &s};
   pipeline_probe probe = {due_of, on_drained, &s};
   char state[4096];
+  double writers_cpu = 0;
   int rc = 0;
 
   *step = (bench_step){.offered = (double)rate,
@@ -539,12 +541,13 @@ static int run_step(bench_run *run, bench_load *ld, bench_step *step,
     uv_unref((uv_handle_t *)&s.watch);
     step->status = pipeline_run(s.pl);
     if (s.writers) {
-      if (bench_writers_stop(s.writers, &step->generated, s.error,
-                             sizeof s.error) != 0)
+      if (bench_writers_stop(s.writers, &step->generated, &writers_cpu,
+                             s.error, sizeof s.error) != 0)
         step->status = 1;
       s.writers = NULL;
     }
     measure(&s, pipeline_snapshot(s.pl));
+    step->cpu[BENCH_WRITERS] = writers_cpu;
     uv_close((uv_handle_t *)&s.watch, NULL);
     if (pipeline_destroy(s.pl) != 0) step->status = 1;
     if (s.error[0]) {

@@ -50,7 +50,10 @@ typedef struct {
    * max, in ms (latency.h), from the due time when there is a schedule,
    * else from the read. */
   double latency_ms[LATENCY_REPORTED];
-  bool scheduled;        /* latency counts from a schedule */
+  /* What latency counts from: "due" (the schedule), "written" (a
+   * writer's write, at full speed) or "read" (a generator at full
+   * speed: no schedule). */
+  const char *latency_from;
   int status;            /* pipeline_run's */
   bool passed;           /* under --max-p99, and near the offered rate */
 } bench_step;
@@ -112,9 +115,11 @@ uint64_t bench_writers_due(bench_writers *b, const char *path,
 bool bench_writers_done(bench_writers *b);
 /* Lines written in all; once done. */
 uint64_t bench_writers_written(const bench_writers *b);
-/* Stops and joins them, with the lines they wrote in *written (when not
- * NULL); -1 with the first writer's error in err (when not NULL). */
-int bench_writers_stop(bench_writers *b, uint64_t *written, char *err,
-                       size_t errlen);
+/* Stops and joins them, with the lines they wrote and the CPU seconds
+ * their threads used in *written and *cpu (when not NULL: a thread's time
+ * goes when it ends, so each reads its own); -1 with the first writer's
+ * error in err (when not NULL). */
+int bench_writers_stop(bench_writers *b, uint64_t *written, double *cpu,
+                       char *err, size_t errlen);
 
 #endif

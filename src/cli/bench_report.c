@@ -51,8 +51,10 @@ void bench_print_table(const bench_run *run, FILE *f)
   }
   fprintf(f, "CPU: seconds per million lines, by thread. Latency: from each "
           "line's %s to its output's acknowledgement (the output with the "
-          "worst p99).\n", run->nsteps && run->steps[0].scheduled
-                               ? "due time on the schedule" : "read");
+          "worst p99).\n", run->nsteps && strcmp(run->steps[0].latency_from,
+                                                 "due") == 0
+                               ? "due time on the schedule"
+                               : run->steps[0].latency_from);
   if (run->nrates > 1 || run->max_p99_ms) {
     if (run->sustainable)
       fprintf(f, "sustainable rate: %.0f lines/s", run->sustainable);
@@ -127,7 +129,7 @@ int bench_write_json(const bench_run *run, const char *path, char *err,
             (unsigned long long)s->generated, (unsigned long long)s->delivered,
             (unsigned long long)s->dead_lettered,
             (unsigned long long)s->failed, (unsigned long long)s->lost,
-            s->scheduled ? "due" : "read");
+            s->latency_from);
     for (int q = 0; q < LATENCY_REPORTED; q++)
       fprintf(f, "%s\"%s\": %.3f", q ? ", " : "", quantile_names[q],
               s->latency_ms[q]);
@@ -163,7 +165,7 @@ int bench_write_csv(const bench_run *run, const char *path, char *err,
             (unsigned long long)s->delivered,
             (unsigned long long)s->dead_lettered,
             (unsigned long long)s->failed, (unsigned long long)s->lost,
-            s->scheduled ? "due" : "read");
+            s->latency_from);
     for (int q = 0; q < LATENCY_REPORTED; q++) fprintf(f, ",%.3f", s->latency_ms[q]);
     for (int k = 0; k < kinds(run); k++) fprintf(f, ",%.3f", per_million(s, k));
     fprintf(f, ",%.1f,%d,%s\n", s->peak_rss_mib, s->status,

@@ -52,6 +52,7 @@ typedef struct {
   uint64_t lines, made;      /* its share; written so far */
   line_generator gen;
   char error[256];           /* why it stopped early; "" if it did not */
+  double cpu;                /* its thread's CPU seconds, as it ends */
   pthread_mutex_t lock;      /* the table, shared with the loop thread */
   line_due *table;
   size_t head, len, cap;     /* table[head .. len) are unread */
@@ -140,6 +141,14 @@ static int write_batch(writer *w, uint64_t upto, char *batch, line_due *lines)
   return 0;
 }
 
+static double thread_cpu_seconds(void)
+{
+  struct timespec ts;
+
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void *writer_main(void *arg)
 {
   writer *w = arg;
@@ -164,6 +173,7 @@ static void *writer_main(void *arg)
   }
   free(batch);
   free(lines);
+  w->cpu = thread_cpu_seconds();
   atomic_fetch_sub(&b->running, 1);
   return NULL;
 }
@@ -202,7 +212,7 @@ bench_writers *bench_writers_start(char *const *paths, unsigned n,
     if (w->fd < 0) {
       snprintf(err, errlen, "--write-files: cannot open %s: %s", w->path,
                strerror(errno));
-      bench_writers_stop(b, NULL, NULL, 0);
+      bench_writers_stop(b, NULL, NULL, NULL, 0);
       return NULL;
     }
   }
@@ -211,7 +221,7 @@ bench_writers *bench_writers_start(char *const *paths, unsigned n,
     atomic_fetch_add(&b->running, 1);
     if (pthread_create(&b->w[k].thread, NULL, writer_main, &b->w[k]) != 0) {
       snprintf(err, errlen, "--write-files: cannot start a writer thread");
-      bench_writers_stop(b, NULL, NULL, 0);
+      bench_writers_stop(b, NULL, NULL, NULL, 0);
       return NULL;
     }
     b->w[k].started = true;
@@ -251,8 +261,8 @@ uint64_t bench_writers_written(const bench_writers *b)
   return n;
 }
 
-int bench_writers_stop(bench_writers *b, uint64_t *written, char *err,
-                       size_t errlen)
+int bench_writers_stop(bench_writers *b, uint64_t *written, double *cpu,
+                       char *err, size_t errlen)
 {
   int rc = 0;
 
@@ -260,6 +270,8 @@ int bench_writers_stop(bench_writers *b, uint64_t *written, char *err,
   for (unsigned k = 0; k < b->n; k++)
     if (b->w[k].started) pthread_join(b->w[k].thread, NULL);
   if (written) *written = bench_writers_written(b);
+  if (cpu)
+    for (unsigned k = 0; k < b->n; k++) *cpu += b->w[k].cpu;
   for (unsigned k = 0; k < b->n; k++) {
     writer *w = &b->w[k];
     if (w->fd >= 0) close(w->fd);
