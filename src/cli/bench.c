@@ -118,6 +118,13 @@ static int parse_rates(bench_run *run, const char *list)
   return run->nrates ? 0 : -1;
 }
 
+static int by_rate(const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+  return (x > y) - (x < y);
+}
+
 static int usage_error(const char *why)
 {
   if (why) fprintf(stderr, "lumberjit bench: %s\n", why);
@@ -185,6 +192,9 @@ static int parse_options(int argc, char **argv, bench_run *run)
   if (run->write_files && run->duration_s && !run->nrates)
     return usage_error("--write-files at full speed takes --count");
   run->config_path = argv[optind];
+  /* A sweep goes up: the first step that fails ends it. */
+  if (run->nrates > 1)
+    qsort(run->rates, run->nrates, sizeof *run->rates, by_rate);
   if (!run->nrates) {
     /* One step, as fast as the pipeline takes the lines. */
     if (!(run->rates = calloc(1, sizeof *run->rates))) return 1;
@@ -511,7 +521,7 @@ static int run_step(bench_run *run, bench_load *ld, bench_step *step,
   config_plugin *plugins = cfg->plugins;
   size_t nplugins = cfg->nplugins;
   step_run s = {.run = run, .load = ld, .step = step};
-  pipeline_hooks hooks = {on_started, on_stopping, &s};
+  pipeline_hooks hooks = {on_started, on_stopping, NULL, &s};
   pipeline_probe probe = {due_of, on_drained, &s};
   char state[4096];
   double writers_cpu = 0;
@@ -550,6 +560,7 @@ static int run_step(bench_run *run, bench_load *ld, bench_step *step,
     step->cpu[BENCH_WRITERS] = writers_cpu;
     uv_close((uv_handle_t *)&s.watch, NULL);
     if (pipeline_destroy(s.pl) != 0) step->status = 1;
+    uv_run(uv_default_loop(), UV_RUN_NOWAIT); /* the watch's close */
     if (s.error[0]) {
       snprintf(err, errlen, "%s", s.error);
       rc = -1;
