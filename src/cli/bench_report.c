@@ -29,6 +29,14 @@ static int kinds(const bench_run *run)
   return run->write_files ? BENCH_THREAD_KINDS : BENCH_WRITERS;
 }
 
+/* What a step's latency_from means, for the table's note. */
+static const char *latency_origin(const char *from)
+{
+  if (strcmp(from, "due") == 0) return "due time on the schedule";
+  if (strcmp(from, "written") == 0) return "write";
+  return "read";
+}
+
 void bench_print_table(const bench_run *run, FILE *f)
 {
   fprintf(f, "%10s %10s %10s %10s %6s %5s %8s %8s %8s %8s %8s", "offered/s",
@@ -51,10 +59,7 @@ void bench_print_table(const bench_run *run, FILE *f)
   }
   fprintf(f, "CPU: seconds per million lines, by thread. Latency: from each "
           "line's %s to its output's acknowledgement (the output with the "
-          "worst p99).\n", run->nsteps && strcmp(run->steps[0].latency_from,
-                                                 "due") == 0
-                               ? "due time on the schedule"
-                               : run->steps[0].latency_from);
+          "worst p99).\n", latency_origin(run->steps[0].latency_from));
   if (run->nrates > 1 || run->max_p99_ms) {
     if (run->sustainable)
       fprintf(f, "sustainable rate: %.0f lines/s", run->sustainable);
