@@ -20,6 +20,7 @@
 
 #include <uv.h>
 
+#include "bench.h"
 #include "config.h"
 #include "fd_limit.h"
 #include "help.h"
@@ -37,6 +38,10 @@ static const char usage[] =
   "usage: lumberjit -c FILE [--check | --reload]\n"
   "       lumberjit -c FILE --try DECODER [--encode ENCODER] [--watch]\n"
   "                 [--expect GOLDEN [--update]] [SAMPLE...]\n"
+  "       lumberjit bench CONFIG [--rate R | --sweep R1,R2,...]\n"
+  "                 [--duration S | --count N] [--max-p99 MS]\n"
+  "                 [--format w1|syslog|nginx|TEMPLATE] [--write-files N]\n"
+  "                 [--json FILE] [--csv FILE] [--plot FILE.svg]\n"
   "\n"
   "A log collector whose decoders and encoders are sandboxed LuaJIT scripts.\n"
   "\n"
@@ -61,6 +66,31 @@ static const char usage[] =
   "                     broken limit used is not compared: GOLDEN holds from run\n"
   "                     to run\n"
   "      --update       with --expect: write the output to GOLDEN instead\n"
+  "\n"
+  "bench runs CONFIG's pipeline on its generator_inputs, in steps, and prints\n"
+  "for each: the achieved rate, records generated, delivered, dead-lettered\n"
+  "and lost (there must be none), latency p50 to max from each line's due\n"
+  "time on the schedule to its output's acknowledgement, CPU seconds per\n"
+  "million lines by thread (loop, workers, kafka, other) and peak RSS.\n"
+  "  --rate R           one step offering R lines a second (50000, 50k, 1.5M);\n"
+  "                     without it or --sweep, one step as fast as taken\n"
+  "  --sweep R1,R2,...  steps at these rates, until one fails: p99 over\n"
+  "                     --max-p99, or under 90% of the rate achieved; the\n"
+  "                     highest step that held is the sustainable rate\n"
+  "  --duration S       seconds a step (default 5 with a rate), or --count N\n"
+  "                     lines a step (default 1000000 without a rate)\n"
+  "  --max-p99 MS       the p99 latency a step must stay under\n"
+  "  --format F         one generator of w1, syslog or nginx lines, or of\n"
+  "                     template F (%{seq} %{iso} %{rfc3164} %{clf} %{word}\n"
+  "                     %{host} %{program} %{pid} %{int} %{ip}), in place of\n"
+  "                     CONFIG's inputs, with the first one's decoder\n"
+  "  --write-files N    N writer threads append the lines (w1, or --format's)\n"
+  "                     to the files CONFIG's tail_input reads: its first\n"
+  "                     path's '*' made bench1 ... benchN, or its one file\n"
+  "                     shared; latency from each line's due time\n"
+  "  --json, --csv, --plot FILE  the steps as JSON, CSV, and an SVG plot of\n"
+  "                     achieved rate and p99 against the offered rate\n"
+  "\n"
   "  -h, --help [TYPE]  show this help, or the keys of plugin type TYPE\n"
   "      --markdown     with --help TYPE: as a Markdown table\n"
   "  -V, --version      show the version\n"
@@ -138,6 +168,8 @@ int main(int argc, char **argv)
     fputs("lumberjit: cannot install signal handlers\n", stderr);
     return 1;
   }
+  if (argc > 1 && strcmp(argv[1], "bench") == 0)
+    return finish(bench_main(argc - 1, argv + 1));
   while ((opt = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
     switch (opt) {
     case 'c': file = optarg; break;

@@ -84,6 +84,9 @@ static void add_record(pipeline *pl, pl_source *src, const char *bytes,
   }
   if (!work_job_add(src->job, bytes, len, position, piece, src->from))
     record_lost(pl, in, position);
+  else if (pl->probe.due)
+    src->job->recs[src->job->nrecs - 1].due_us =
+        pl->probe.due(pl->probe.ud, in, position);
 }
 
 static void add_joined(void *ud, const char *bytes, size_t len,
@@ -859,9 +862,20 @@ int pipeline_run(pipeline *pl)
   } while (pl->running > 0 || pl->jobs_in_flight > 0 || any_sink(pl, busy));
   signals_set_handler(NULL);
   save_checkpoints(pl);
+  if (pl->probe.drained) pl->probe.drained(pl->probe.ud);
   pipeline_stop_workers(pl);
   log_summary(pl);
   if (pl->metrics_path) write_metrics(pl);
   if (pipeline_snapshot(pl)->dead_letters_lost > 0) pl->status = 1;
   return pl->status;
+}
+
+void pipeline_set_probe(pipeline *pl, const pipeline_probe *probe)
+{
+  pl->probe = *probe;
+}
+
+void pipeline_request_stop(pipeline *pl)
+{
+  pipeline_stop(pl, NULL);
 }

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "filter_stage.h"
+#include "input.h"
 #include "output.h"
 #include "plugin.h"
 
@@ -134,6 +135,26 @@ size_t pipeline_reload_finish(void);
  * plugin's file, settings and limits. The same digest: a reload would
  * change nothing. */
 uint64_t pipeline_config_digest(const config *cfg);
+/* What a benchmark run measures with (lumberjit bench), set before
+ * pipeline_run; any may be NULL.
+ *   due      when a record was due, for latency counted from a schedule
+ *            rather than from the read (a generator's or a writer's time
+ *            for the line, so a stall that delays the making shows):
+ *            called on the loop thread for each record an input hands on;
+ *            uv_hrtime in us, or 0 for "when read"
+ *   drained  the inputs ended and the outputs drained; the workers are
+ *            still up (their threads' CPU time can be read) */
+typedef uint64_t (*pipeline_due_fn)(void *ud, const input *in,
+                                    uint64_t position);
+typedef struct {
+  pipeline_due_fn due;
+  void (*drained)(void *ud);
+  void *ud;
+} pipeline_probe;
+void pipeline_set_probe(pipeline *pl, const pipeline_probe *probe);
+/* Stops the inputs, as SIGTERM does (without its log line): what they read
+ * is still delivered, then pipeline_run returns. */
+void pipeline_request_stop(pipeline *pl);
 /* The counters, at any time on the loop thread (workers' counts arrive as
  * their jobs come back); valid until the next call. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl);

@@ -67,7 +67,7 @@ bool work_job_add(work_job *job, const char *bytes, size_t len,
     job->recs_cap = cap;
   }
   job->recs[job->nrecs] = (work_record){job->bytes.len, len, position, piece,
-                                        from != NULL};
+                                        from != NULL, 0};
   if (!buf_append(&job->bytes, bytes, len) ||
       (from && !buf_append(&job->bytes, from, strlen(from) + 1)))
     return false;
@@ -160,7 +160,7 @@ static void run_job(worker *w, work_job *job)
                     job->bytes.data + r->off, r->len, job->ticket,
                     job->file,
                     r->has_from ? job->bytes.data + r->off + r->len : NULL,
-                    job->read_us};
+                    r->due_us ? r->due_us : job->read_us};
     router_record(&w->router, job->input, &o, r->piece);
   }
   router_flush(&w->router);

@@ -35,7 +35,10 @@ typedef struct {
   uint64_t position;
   unsigned piece;
   bool has_from;            /* its sender's address follows its bytes, */
-} work_record;              /* NUL-terminated */
+                            /* NUL-terminated */
+  uint64_t due_us;          /* when it was due (pipeline_set_probe); 0: its
+                               latency counts from the job's read_us */
+} work_record;
 
 typedef struct work_job {
   struct work_job *next;

@@ -161,6 +161,7 @@ struct pipeline {
   uint64_t unrouted, routed_dead_letters; /* counted by the jobs */
   uint64_t routed_dead_letter_bytes;
   uint64_t records_lost;     /* no memory to take them from the input */
+  pipeline_probe probe;      /* a benchmark's (pipeline_set_probe) */
   uint64_t pauses;
   uint64_t paused_since, paused_ns; /* uv_hrtime */
   run_stats stats;           /* the figures of the log (run_stats.h) */
