@@ -105,6 +105,15 @@ def delivered(input_name, last_id):
     return any(want in line for line in out_lines())
 
 
+def stop_writer(writer):
+    """Stops the writer and waits (20 s at most) for its last line out."""
+    writer.halt.set()
+    writer.join()
+    deadline = time.monotonic() + 20
+    while not delivered(writer.name_, writer.written) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 notices = []
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.bind(os.path.join(DIR, "notify.sock"))
@@ -147,11 +156,7 @@ config(["a", "b"], matcher="Type == 'line'")
 proc.send_signal(signal.SIGHUP)
 b.start()
 step()
-a.halt.set()
-a.join()
-deadline = time.monotonic() + 20
-while not delivered("a", a.written) and time.monotonic() < deadline:
-    time.sleep(0.05)
+stop_writer(a)
 config(["b"], matcher="Type == 'line'")
 proc.send_signal(signal.SIGHUP)
 step()
@@ -162,11 +167,7 @@ config(["b"], matcher="Type == 'line'")
 reload_cmd = subprocess.run([BIN, "-c", "conf.lua", "--reload"], cwd=DIR,
                             capture_output=True, text=True)
 step()
-b.halt.set()
-b.join()
-deadline = time.monotonic() + 20
-while not delivered("b", b.written) and time.monotonic() < deadline:
-    time.sleep(0.05)
+stop_writer(b)
 time.sleep(0.3)  # the metrics file's next writing
 with open(os.path.join(DIR, "metrics.prom")) as f:
     metrics = f.read()
