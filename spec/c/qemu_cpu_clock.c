@@ -17,14 +17,18 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
 static uint64_t divisor = 10;
+/* At the first call, not in a constructor: another library's constructor
+ * may read a clock before this one's would have run. */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-__attribute__((constructor)) static void init(void)
+static void init(void)
 {
   const char *env = getenv("QEMU_CPU_CLOCK_DIVISOR");
 
@@ -41,9 +45,11 @@ static int is_cpu_clock(clockid_t id)
 
 int clock_gettime(clockid_t id, struct timespec *ts)
 {
-  int rc = real_clock_gettime(id, ts);
+  int rc;
   uint64_t ns;
 
+  pthread_once(&once, init);
+  rc = real_clock_gettime(id, ts);
   if (rc != 0 || !is_cpu_clock(id)) return rc;
   ns = ((uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec) / divisor;
   ts->tv_sec = (time_t)(ns / 1000000000u);
