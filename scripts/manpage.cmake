@@ -1,13 +1,14 @@
-# cmake -DBIN=lumberjit -DOUT=lumberjit.1 -DDATA_DIR=share/lumberjit -P manpage.cmake
+# cmake -DBIN=lumberjit -DOUT=lumberjit.1 -DDATA_DIR=share/lumberjit [-DEMULATOR=qemu-aarch64] -P manpage.cmake
 #
 # Writes lumberjit's manual page from its own --help, --help TYPE and
 # --version, so the page says what the binary does and cannot drift from it. The help text goes
-# in verbatim (.nf): it is already laid out for a terminal.
-execute_process(COMMAND "${BIN}" --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+# in verbatim (.nf): it is already laid out for a terminal. A cross build's
+# binary runs under EMULATOR (its CMAKE_CROSSCOMPILING_EMULATOR).
+execute_process(COMMAND ${EMULATOR} "${BIN}" --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${BIN} --help failed")
 endif()
-execute_process(COMMAND "${BIN}" --version OUTPUT_VARIABLE version RESULT_VARIABLE rc)
+execute_process(COMMAND ${EMULATOR} "${BIN}" --version OUTPUT_VARIABLE version RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${BIN} --version failed")
 endif()
@@ -16,7 +17,7 @@ string(REGEX REPLACE ".*settings'\\):\n" "" type_list "${help}")
 string(REGEX MATCHALL "[a-z_]+" types "${type_list}")
 set(keys "")
 foreach(type ${types} lumberjit)
-  execute_process(COMMAND "${BIN}" --help ${type} OUTPUT_VARIABLE one
+  execute_process(COMMAND ${EMULATOR} "${BIN}" --help ${type} OUTPUT_VARIABLE one
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${BIN} --help ${type} failed")
