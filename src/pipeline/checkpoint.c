@@ -21,6 +21,12 @@ struct saved_file {
   checkpoint_window window;
 };
 
+/* An input the state file has blocks of. */
+struct saved_input {
+  struct saved_input *next;
+  char name[];
+};
+
 /* FNV-1a, 64 bits: enough to tell one file's first bytes from another's
  * (device and inode tell the files themselves apart). */
 uint64_t checkpoint_fingerprint_add(uint64_t fp, const void *bytes, size_t len)
@@ -59,6 +65,13 @@ static void free_saved(struct saved_file *f)
     free(f);
     f = next;
   }
+}
+
+static bool knew_input(const checkpoint_store *st, const char *input)
+{
+  for (const struct saved_input *i = st->inputs; i; i = i->next)
+    if (strcmp(i->name, input) == 0) return true;
+  return false;
 }
 
 /* A block's window line, if it has one (the next line starts "input",
@@ -235,7 +248,14 @@ static void read_state(checkpoint_store *st)
     bool here = stat(f->path, &sb) == 0 &&
                 (unsigned long long)sb.st_dev == f->device &&
                 (unsigned long long)sb.st_ino == f->inode;
+    struct saved_input *known;
     blocks++;
+    if (!knew_input(st, f->input) &&
+        (known = malloc(sizeof *known + strlen(f->input) + 1))) {
+      strcpy(known->name, f->input);
+      known->next = st->inputs;
+      st->inputs = known;
+    }
     good_end = ftell(in);
     if (here || find_renamed(st, f)) {
       *tail = f;
@@ -343,9 +363,11 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
   s->device = sb->st_dev;
   s->inode = sb->st_ino;
   f = claim_saved(st, input, fd, sb, &s->changed);
-  /* Its block may be one a damaged state file lost: all it holds may be
-   * unacknowledged. */
-  if (!f && st->damaged) s->changed = true;
+  /* A file the state file does not know, of an input it knows, came while
+   * lumberjit was down or before a crash let it save the file's block:
+   * none of it was acknowledged. So may a file whose block a damaged state
+   * file lost. */
+  if (!f && (st->damaged || knew_input(st, input))) s->changed = true;
   if (f) {
     s->fingerprint_len = f->fingerprint_len;
     s->fingerprint = f->fingerprint;
@@ -561,6 +583,11 @@ void checkpoint_store_close(checkpoint_store *st)
   free_sources(st->sources);
   free_sources(st->retired);
   free_saved(st->saved);
+  while (st->inputs) {
+    struct saved_input *next = st->inputs->next;
+    free(st->inputs);
+    st->inputs = next;
+  }
   free(st->state_file);
   free(st->state_dir);
   memset(st, 0, sizeof *st);

@@ -99,8 +99,10 @@ struct checkpoint_source {
   bool retired;          /* in the store's retired list */
   bool changed;          /* the state file knew its device and inode, but
                             not these bytes: truncated or replaced since,
-                            all it holds is new; or the state file was
-                            damaged and may have known it */
+                            all it holds is new; or the state file knows
+                            its input but not it (it came while lumberjit
+                            was down), or was damaged and may have known
+                            it */
   checkpoint_ticket *head, *tail;
 };
 
@@ -110,6 +112,7 @@ struct checkpoint_store {
   checkpoint_source *sources;
   checkpoint_source *retired; /* still holding tickets */
   struct saved_file *saved; /* read from the state file, not yet claimed */
+  struct saved_input *inputs; /* those the state file has blocks of */
   bool dirty;            /* changed since the state file was written */
   bool damaged;          /* the state file was cut short or changed: the
                             blocks past the damage were dropped */
@@ -122,8 +125,9 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
                           char *err, size_t errlen);
 /* Starts tracking, for `input`, the regular file open on fd (found at
  * path): *offset is its acknowledged offset from the state file if it is
- * the very file it was taken of, else 0 with *known false. NULL when out
- * of memory. */
+ * the very file it was taken of, else 0 with *known false (and the
+ * source's `changed` says whether it is new since the last run). NULL
+ * when out of memory. */
 checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
                                     const char *path, int fd,
                                     const struct stat *sb, uint64_t *offset,
