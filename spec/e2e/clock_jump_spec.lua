@@ -99,8 +99,8 @@ describe("a clock that jumps", function()
       h.cleanup(dir)
     end)
     -- An AddressSanitizer build (CI's second run) needs its runtime first.
-    local asan = io.popen("ldd " .. run.quote(run.bin) .. " | awk '/libasan/ { print $3 }'"):read("*l")
-    local preload = (asan and asan ~= "" and asan .. ":" or "") .. FAKETIME
+    local asan = run.asan_runtime()
+    local preload = (asan and asan .. ":" or "") .. FAKETIME
     h.spawn(dir, "lumberjit", string.format("env LD_PRELOAD=%s FAKETIME_TIMESTAMP_FILE=%s/faketime "
       .. "FAKETIME_NO_CACHE=1 DONT_FAKE_MONOTONIC=1 %s -c config.lua", preload, dir, run.quote(run.bin)), 60)
 
