@@ -9,6 +9,13 @@
 -- the output's latency from read to acknowledged. Change the generator's
 -- format (w1, nginx), count or rate, or the decoder, to measure another
 -- pipeline; write to a file to keep the JSON.
+--
+--   build/lumberjit bench examples/benchmark.lua --sweep 25k,50k,100k,200k \
+--     --max-p99 50 --plot sweep.svg
+--
+-- runs it in steps at those rates instead, and reports each step's rate,
+-- latency from the schedule, CPU by thread and peak RSS, and the highest
+-- rate whose p99 stays under 50 ms (README.md: Benchmarks).
 
 lumberjit = {
   dead_letter_path = "benchmark.dead-letter.log",

@@ -276,6 +276,42 @@ static void test_cap(void)
   finish(&f);
 }
 
+/* when_full = "drop_oldest": a full queue deletes its oldest segment to
+ * take an append; its unread records count as dropped at once, those read
+ * and held once their holder says they will not come back. */
+static void test_drop_oldest(void)
+{
+  fixture f;
+
+  start(&f, "drop", 4 * SEG_5 + 40, SEG_5);
+  dq_drop_oldest(f.q);
+  append_n(&f, 0, 4 * PER_SEG, FIXED);
+  read_expect(&f, 0, FIXED);             /* held: in flight */
+  read_expect(&f, 1, FIXED);             /* held, then forgotten */
+  dq_ack(f.q, read_expect(&f, 2, FIXED)); /* acknowledged out of order */
+  CHECK(dq_fits(f.q, 3 * SEG_5) && !dq_fits(f.q, 4 * SEG_5));
+  /* A fifth segment: segment 0 goes, its unread 3 and 4 with it. */
+  append_n(&f, 4 * PER_SEG, 1, FIXED);
+  CHECK(stats(&f).dropped == 2 && stats(&f).segments == 4);
+  CHECK(stats(&f).records == 3 * PER_SEG + 1 && count_segments(f.dir) == 4);
+  dq_ack(f.q, 0);                        /* delivered after all */
+  CHECK(dq_forget_dropped(f.q, 1) && !dq_forget_dropped(f.q, 1));
+  CHECK(stats(&f).dropped == 3);
+  for (unsigned i = 5; i < 8; i++) read_expect(&f, i, FIXED);
+  /* Segment 1 goes with 5..7 held; a rewind settles them as dropped. */
+  append_n(&f, 4 * PER_SEG + 1, PER_SEG, FIXED);
+  CHECK(stats(&f).dropped == 5);
+  dq_rewind(f.q);
+  CHECK(stats(&f).dropped == 8);
+  CHECK(dq_save_cursor(f.q, err, sizeof err) == 0);
+  reopen(&f, 4 * SEG_5 + 40, SEG_5, false);
+  CHECK(stats(&f).records == 4 * PER_SEG - 4);
+  for (unsigned i = 2 * PER_SEG; i < 5 * PER_SEG + 1; i++)
+    read_expect(&f, i, FIXED);
+  CHECK(nothing_unread(&f));
+  finish(&f);
+}
+
 static void test_too_big(void)
 {
   fixture f;
@@ -750,6 +786,7 @@ int main(void)
   test_order_across_segments();
   test_out_of_order_acks();
   test_cap();
+  test_drop_oldest();
   test_too_big();
   test_restart_at_cursor();
   test_damaged_cursor();

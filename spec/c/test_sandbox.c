@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -545,6 +546,12 @@ static const char runaway_src[] =
   "    Severity = 1, Fields = {f = 'abc', n = 1, b = true}}) end end\n"
   "end\n";
 
+static void pause_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
 static void test_cpu_limit(void)
 {
   sandbox_limits l;
@@ -558,7 +565,11 @@ static void test_cpu_limit(void)
   sb = decoder("cpu.lua", runaway_src, &l);
   CHECK(sb != NULL);
   if (!sb) return;
+  /* The watchdog sleeps while no sandbox is in a batch: the runaway's batch
+   * wakes it. */
+  pause_ms(50);
   expect_stopped(sb, "loop", SANDBOX_LIMIT_CPU, "cpu limit exceeded: limit 50 ms");
+  pause_ms(50);
   CHECK_CONTAINS(last_log, "cpu.lua:5");
   expect_stopped(sb, "spin", SANDBOX_LIMIT_CPU, "cpu.lua:2");
   /* The loop in sum() is compiled by the warm-up calls before it runs away. */

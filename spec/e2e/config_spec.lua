@@ -37,7 +37,7 @@ describe("lumberjit command line", function()
     local v = io.popen(run.quote(run.bin) .. " --version"):read("*a")
     -- Its own version and build type, then its libraries', as nginx -V.
     assert.matches("^lumberjit %d+%.%d+%.%d+ %(%a+ build[^)]*%)\n", v)
-    assert.matches("\nLuaJIT 2%.1[^\n]*%(LUAJIT_ENABLE_CHECKHOOK%), libuv 1%.%d+%.%d+, OpenSSL %d[^,]*, zlib %d[^,]*, librdkafka %d+%.%d+%.%d+", v)
+    assert.matches("\nLuaJIT 2%.1[^\n]*%(LUAJIT_ENABLE_CHECKHOOK%), libuv 1%.%d+%.%d+, zlib %d[^,]*, OpenSSL %d[^,]*, librdkafka %d+%.%d+%.%d+", v)
     local h = io.popen(run.quote(run.bin) .. " --help"):read("*a")
     assert.matches("usage: lumberjit %-c FILE", h)
     assert.matches("%-%-check", h)
@@ -340,7 +340,7 @@ out = { type = "stdout_output", message_matcher = "TRUE" }
     assert.are.equal(1, r.status)
     assert.are.equal("lumberjit: config.lua:3: global settings 'lumberjit': key 'colour' is unknown " ..
       "(known: dead_letter_path, dead_letter_max_bytes, dead_letter_keep, dead_letter_output, watchdog_interval_ms, stop_timeout_ms, state_dir, checkpoint_interval_ms, memory_budget, workers, "
-      .. "metrics_path, metrics_interval_ms, stats_interval_ms, log_level, http_address, health_paused_ms)\n", r.stderr)
+      .. "metrics_path, metrics_interval_ms, stats_interval_ms, log_level, http_address, health_paused_ms, pid_file, watch_config, watch_interval_ms)\n", r.stderr)
     r = check([[
 lumberjit = { watchdog_interval_ms = 0 }
 stdin = { type = "stdin_input" }

@@ -248,6 +248,52 @@ describe("examples/app-json-lines.lua", function()
   end)
 end)
 
+describe("examples/edge.lua", function()
+  it("keeps the records on disk while the uplink is away and sends them all, capped, when it comes", function()
+    local h = dofile("spec/e2e/syslog_harness.lua")
+    local receiver = dofile("spec/e2e/syslog_receiver.lua")
+    local dir = h.tmpdir()
+    local port = receiver.free_port()
+    -- As written, but in a private directory, and to a receiver on
+    -- 127.0.0.1 over TCP rather than a collector over TLS.
+    local config = run.read(run.root .. "/examples/edge.lua")
+      :gsub("/var/lib/lumberjit", dir)
+      :gsub("/var/log/apps/%*%.log", dir .. "/apps/*.log")
+      :gsub("/run/lumberjit/log.sock", dir .. "/log.sock")
+      :gsub("tls://collector.example.net:6514", "tcp://127.0.0.1:" .. port)
+    run.write(dir .. "/edge.lua", config)
+    assert(h.sh(dir, "mkdir apps"))
+    h.spawn(dir, "lumberjit", run.quote(run.bin) .. " -c edge.lua", 120)
+    assert.truthy(h.wait_until(function()
+      return (run.read(dir .. "/lumberjit.err") or ""):find("listening on") end, 30))
+    -- A file that appears once it runs is read from its head.
+    local f = assert(io.open(dir .. "/apps/app.log", "wb"))
+    for i = 1, 500 do f:write("<13>Nov 26 23:00:00 edgebox app[7]: line ", i, "\n") end
+    f:close()
+    for i = 501, 510 do
+      assert(h.sh(dir, "logger -u log.sock -t app 'line " .. i .. "'"))
+    end
+    -- The uplink is away: the records wait in the disk buffer.
+    assert.truthy(h.wait_until(function()
+      return (run.read(dir .. "/lumberjit.err") or ""):find("disk buffer") end, 30),
+      run.read(dir .. "/lumberjit.err"))
+    receiver.start_receiver(dir, {port = port})
+    assert.truthy(h.wait_until(function() return receiver.received(dir) >= 510 end, 60),
+      receiver.received(dir) .. " arrived\n" .. (run.read(dir .. "/lumberjit.err") or ""))
+    local status = h.terminate(dir, "lumberjit", 30)
+    assert.are.equal(0, receiver.stop_receiver(dir))
+    assert.are.equal(0, status, run.read(dir .. "/lumberjit.err"))
+    local seen = {}
+    for n in (run.read(dir .. "/out.log") or ""):gmatch("line (%d+)") do
+      seen[#seen + 1] = tonumber(n)
+    end
+    table.sort(seen)
+    for i = 1, 510 do assert.are.equal(i, seen[i]) end
+    assert.are.equal(510, #seen)
+    h.cleanup(dir)
+  end)
+end)
+
 describe("examples/", function()
   it("are each run by a spec", function()
     local specs = {}

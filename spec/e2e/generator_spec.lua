@@ -151,10 +151,24 @@ out = { type = "file_output", path = "/dev/null", message_matcher = "TRUE" }
     run.cleanup(r.dir)
   end)
 
+  it("fills a template's placeholders anew each line, and names one it does not know", function()
+    local r = generate('format = "template", template = "n=%{seq} %{host} %{word} %{int} %{ip} 100%", count = 500')
+    assert.are.equal(0, r.status, r.stderr)
+    assert.are.equal(500, #r.lines)
+    for i, line in ipairs(r.lines) do
+      assert.matches("^n=" .. i .. " [%w.-]+ %l+ %d+ 10%.%d+%.%d+%.%d+ 100%%$", line)
+    end
+    local bad = run.lumberjit{config = generator_config('format = "template", template = "%{nope} x"'),
+                              args = "--check"}
+    assert.are.equal(1, bad.status)
+    assert.matches("key 'template' the template's '%{nope}' is no placeholder", bad.stderr, 1, true)
+    run.cleanup(bad.dir)
+  end)
+
   it("names a format it does not know", function()
     local r = run.lumberjit{config = generator_config('format = "apache"'), args = "--check"}
     assert.are.equal(1, r.status)
-    assert.matches("config.lua:1: input 'gen' (generator_input): key 'format' must be \"w1\", \"syslog\" or \"nginx\", not \"apache\"",
+    assert.matches("config.lua:1: input 'gen' (generator_input): key 'format' must be \"w1\", \"syslog\", \"nginx\" or \"template\", not \"apache\"",
       r.stderr, 1, true)
     run.cleanup(r.dir)
   end)

@@ -149,26 +149,31 @@ wait_for() { for i in $(seq 100); do eval "$1" && return 0; sleep 0.05; done; re
 ]], run.quote(dir), run.quote(run.bin)) .. steps)
   end
 
-  it("reopens its file on SIGHUP", function()
-    local dir = run.tmpdir()
-    -- Feed one line, wait until it is written, rotate the file, signal, wait
-    -- for the new file, feed another line.
-    local status = with_fifo(dir, [[
+  -- SIGHUP reloads, which with an unchanged config reopens the files (as
+  -- logrotate's postrotate asks); SIGUSR1 only reopens them.
+  for sig, said in pairs{HUP = "the configuration is unchanged; reopening the output files",
+                         USR1 = "SIGUSR1: reopening output files"} do
+    it("reopens its file on SIG" .. sig, function()
+      local dir = run.tmpdir()
+      -- Feed one line, wait until it is written, rotate the file, signal,
+      -- wait for the new file, feed another line.
+      local status = with_fifo(dir, [[
 echo before >&3
 wait_for 'grep -q before out.log 2>/dev/null'
 mv out.log out.log.1
-kill -HUP $pid
+kill -]] .. sig .. [[ $pid
 wait_for '[ -e out.log ]'
 echo after >&3
 exec 3>&-
 wait $pid
 ]])
-    assert.are.equal(0, status)
-    assert.are.equal("before\n", run.read(dir .. "/out.log.1"))
-    assert.are.equal("after\n", run.read(dir .. "/out.log"))
-    assert.matches("SIGHUP: reopening output files", run.read(dir .. "/stderr"))
-    run.cleanup(dir)
-  end)
+      assert.are.equal(0, status)
+      assert.are.equal("before\n", run.read(dir .. "/out.log.1"))
+      assert.are.equal("after\n", run.read(dir .. "/out.log"))
+      assert.truthy(run.read(dir .. "/stderr"):find(said, 1, true), run.read(dir .. "/stderr"))
+      run.cleanup(dir)
+    end)
+  end
 
   it("stops cleanly on SIGTERM, writing out what it has", function()
     local dir = run.tmpdir()

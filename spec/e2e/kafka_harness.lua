@@ -104,7 +104,7 @@ local function server_properties(b, opts)
     "process.roles=broker,controller",
     "node.id=1",
     string.format("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", b.port, b.controller_port),
-    string.format("advertised.listeners=PLAINTEXT://127.0.0.1:%d", b.port),
+    string.format("advertised.listeners=PLAINTEXT://127.0.0.1:%d", opts.advertised_port or b.port),
     "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
     "controller.listener.names=CONTROLLER",
     "inter.broker.listener.name=PLAINTEXT",
@@ -195,7 +195,9 @@ end
 -- k.start{ auto_create = false, partitions = 1 (num.partitions),
 --          properties = { ["key"] = value } (more server.properties),
 --          limit = 900 (seconds before `timeout` kills the broker),
---          start_seconds = 90 (how long it may take to answer) }
+--          start_seconds = 90 (how long it may take to answer),
+--          advertised_port = (default: its own) the port clients are told to
+--          connect to: a proxy's in front of it (flaky_kafka_spec.lua) }
 -- Returns { dir, port, controller_port, bootstrap = "127.0.0.1:PORT", pid }
 -- once the broker answers metadata requests.
 function k.start(opts)

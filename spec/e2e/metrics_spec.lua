@@ -15,12 +15,16 @@ local function parse(text)
     if kind == "TYPE" then
       assert.is_nil(typed[name], "two TYPE lines for " .. name)
       typed[name] = line:match("^# TYPE %S+ (%a+)$")
-      assert.truthy(typed[name] == "counter" or typed[name] == "gauge" or typed[name] == "summary", line)
+      assert.truthy(typed[name] == "counter" or typed[name] == "gauge" or typed[name] == "summary" or
+                    typed[name] == "histogram", line)
     elseif not kind then
       local key, value = line:match("^([%w_]+%b{}) (%S+)$")
       if not key then key, value = line:match("^([%w_]+) (%S+)$") end
       assert.truthy(key, "not a sample: " .. line)
       local family = key:match("^[%w_]+")
+      -- A histogram's samples: NAME_bucket, NAME_sum and NAME_count.
+      local base = family:match("^(.-)_bucket$") or family:match("^(.-)_sum$") or family:match("^(.-)_count$")
+      if base and typed[base] == "histogram" then family = base end
       assert.truthy(typed[family], family .. " has no TYPE line before it")
       if family ~= current then
         assert.is_nil(done[family], family .. "'s samples are not together")
@@ -158,6 +162,15 @@ end
     assert.are.equal(200, m['lumberjit_plugin_calls_total{plugin="plain",kind="encoder"}'])
     -- The CPU limit's two spins alone took 40 ms of a worker's CPU.
     assert.is_true(m['lumberjit_plugin_cpu_seconds_total{plugin="faulty",kind="decoder"}'] >= 0.04)
+    -- CPU per call: a histogram of every call that ran Lua, its buckets
+    -- cumulative, its sum the CPU seconds.
+    local h = 'lumberjit_plugin_call_cpu_seconds_%s{plugin="upper",kind="filter"%s}'
+    assert.are.equal(200, m[h:format("count", "")])
+    assert.are.equal(200, m[h:format("bucket", ',le="+Inf"')])
+    assert.is_true(m[h:format("bucket", ',le="1e-06"')] <= m[h:format("bucket", ',le="0.001"')])
+    -- (the total is printed to the microsecond)
+    assert.is_true(math.abs(m['lumberjit_plugin_cpu_seconds_total{plugin="upper",kind="filter"}'] -
+                            m[h:format("sum", "")]) < 1e-6)
     for _, p in ipairs({ 'plugin="faulty",kind="decoder"', 'plugin="upper",kind="filter"',
                          'plugin="plain",kind="encoder"' }) do
       local now, peak = m["lumberjit_plugin_memory_bytes{" .. p .. "}"],

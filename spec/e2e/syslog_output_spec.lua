@@ -5,95 +5,14 @@
 -- disk buffer that keeps records across runs and holds the inputs when
 -- full. Every record the receiver wrote is checked against what lumberjit
 -- read with /work/shared/check-records.py: none lost, torn or out of order.
---
--- The receiver writes each message's "line N" (a regex over %msg%, so the
--- same template serves RFC 5424 and RFC 3164) to out.log. rsyslogd runs
--- with its own pid file, which is what kill -9 and the stop use: by PID.
+-- The receiver is spec/e2e/syslog_receiver.lua's.
 local h = dofile("spec/e2e/syslog_harness.lua")
 local run = dofile("spec/e2e/run.lua")
 local certs = dofile("spec/e2e/certs.lua")
 
-local CHECK = "/work/shared/check-records.py"
-
--- A port nothing listens on now (the kernel's pick, let go at once).
-local function free_port(kind)
-  local p = io.popen("python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_"
-    .. (kind == "udp" and "DGRAM" or "STREAM") .. "); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'")
-  local port = tonumber(p:read("*l"))
-  p:close()
-  return port
-end
-
-local function receiver_config(dir, opts)
-  local lines = {
-    string.format('global(workDirectory="%s/work" processInternalMessages="on"%s)', dir, opts.tls
-      and string.format(' defaultNetstreamDriver="ossl" defaultNetstreamDriverCAFile="%s"'
-        .. ' defaultNetstreamDriverCertFile="%s" defaultNetstreamDriverKeyFile="%s"',
-        opts.tls.ca, opts.tls.server_cert, opts.tls.server_key) or ""),
-    'template(name="line" type="string" string="%msg:R,ERE,0,DFLT:line [0-9]+--end%\\n")',
-    'ruleset(name="r") { action(type="omfile" file="' .. dir .. '/out.log" template="line") }',
-  }
-  if opts.udp then
-    lines[#lines + 1] = 'module(load="imudp")'
-    lines[#lines + 1] = string.format('input(type="imudp" address="127.0.0.1" port="%d" rcvbufSize="4m" ruleset="r")', opts.udp)
-  else
-    lines[#lines + 1] = 'module(load="imtcp"' .. (opts.tls and ' StreamDriver.Name="ossl" StreamDriver.Mode="1"'
-      .. ' StreamDriver.AuthMode="x509/certvalid"' or "") .. ')'
-    lines[#lines + 1] = string.format('input(type="imtcp" address="127.0.0.1" port="%d" '
-      .. 'listenPortFileName="%s/port" ruleset="r")', opts.port or 0, dir)
-  end
-  lines[#lines + 1] = 'action(type="omfile" file="' .. dir .. '/internal.log")'
-  return table.concat(lines, "\n") .. "\n"
-end
-
--- Starts rsyslogd as a receiver in dir (kept across restarts: out.log
--- grows); opts = { port = N (0: any), udp = PORT, tls = certs }. Returns
--- the TCP port it listens on (or the UDP one).
-local function start_receiver(dir, opts)
-  assert(h.sh(dir, "mkdir -p work && rm -f port work/rsyslogd.pid"))
-  run.write(dir .. "/rsyslog.conf", receiver_config(dir, opts))
-  h.spawn(dir, "rsyslogd", "/usr/sbin/rsyslogd -n -f rsyslog.conf -i " .. run.quote(dir .. "/work/rsyslogd.pid"), 120)
-  if opts.udp then
-    assert(h.wait_until(function() return run.read(dir .. "/work/rsyslogd.pid") end, 10), "rsyslogd did not start")
-    return opts.udp
-  end
-  -- rsyslogd writes the port file only for port 0; a given port is
-  -- listened on once ss shows it.
-  assert(h.wait_until(function()
-    if opts.port and opts.port > 0 then
-      return h.sh(dir, string.format("ss -Hltn 'sport = :%d' | grep -q .", opts.port))
-    end
-    local port = tonumber(run.read(dir .. "/port") or "")
-    return port and port > 0
-  end, 10), "rsyslogd did not listen:\n" .. (run.read(dir .. "/rsyslogd.err") or ""))
-  return opts.port and opts.port > 0 and opts.port or tonumber(run.read(dir .. "/port"))
-end
-
-local function stop_receiver(dir)
-  h.sh(dir, "kill -TERM $(cat work/rsyslogd.pid) 2>/dev/null")
-  return h.wait_exit(dir, "rsyslogd", 30)
-end
-
-local function kill_receiver(dir)
-  assert(h.sh(dir, "kill -KILL $(cat work/rsyslogd.pid)"))
-  assert(h.wait_exit(dir, "rsyslogd", 30))
-end
-
-local function received(dir)
-  return #run.lines(run.read(dir .. "/out.log"))
-end
-
--- check-records.py's verdict on out.log against in.log: { lost, duplicates,
--- torn, disorder, text }.
-local function check(dir)
-  local p = io.popen("cd " .. run.quote(dir) .. " && python3 " .. CHECK .. " in.log out.log 2>&1")
-  local text = p:read("*a")
-  p:close()
-  local lost, dups, torn, disorder = text:match("lost (%d+), duplicates (%d+), torn (%d+), out of order (%d+)")
-  assert(lost, text)
-  return { lost = tonumber(lost), duplicates = tonumber(dups), torn = tonumber(torn),
-           disorder = tonumber(disorder), text = text }
-end
+local receiver = dofile("spec/e2e/syslog_receiver.lua")
+local free_port, start_receiver, stop_receiver = receiver.free_port, receiver.start_receiver, receiver.stop_receiver
+local kill_receiver, received, check = receiver.kill_receiver, receiver.received, receiver.check
 
 local function assert_every_record(dir, dups_allowed)
   local c = check(dir)
@@ -171,6 +90,19 @@ describe("syslog_output to rsyslogd", function()
   -- turn: localhost can be ::1 first, where the receiver does not listen).
   it("over TCP with newline framing (RFC 3164 by a template), to a name", function()
     local dir = forward(3000, {}, 'encoder = "rfc3164", framing = "newline", address = "tcp://localhost:PORT"')
+    h.cleanup(dir)
+  end)
+
+  -- An uplink paid by the byte: 2000 records of 43 bytes with newline
+  -- framing (86 KB) under a cap of 20 KB a second cannot all be sent in
+  -- less than (86 - 20) / 20 = 3.3 s (the bucket starts with one second's
+  -- bytes); the bound is a floor the cap sets, never a race.
+  it("holds to max_bytes_per_second", function()
+    local function now() return tonumber(io.popen("date +%s.%N"):read("*l")) end
+    local start = now()
+    local dir = forward(2000, {}, 'encoder = "rfc3164", framing = "newline", max_bytes_per_second = 20000, ' ..
+      'address = "tcp://127.0.0.1:PORT"')
+    assert.is_true(now() - start >= 3.2, "sent in " .. (now() - start) .. " s")
     h.cleanup(dir)
   end)
 
@@ -343,6 +275,10 @@ describe("syslog_output's settings", function()
         "must be at least reconnect_min_ms" },
       { 'address = "tcp://127.0.0.1:514", disk_buffer = { max_bytes = 1073741824 }',
         "needs a path, or lumberjit.state_dir" },
+      { 'address = "tcp://127.0.0.1:514", disk_buffer = { path = "b", when_full = "drop" }',
+        'key \'when_full\' must be "hold" or "drop_oldest"' },
+      { 'address = "tcp://127.0.0.1:514", disk_buffer = { path = "b", max_bytes = 65536, segment_bytes = 65536, '
+        .. 'when_full = "drop_oldest" }', "needs max_bytes at least twice segment_bytes" },
       { 'adress = "tcp://127.0.0.1:514"', "adress" },
     }
     for _, case in ipairs(cases) do
@@ -354,8 +290,8 @@ describe("syslog_output's settings", function()
   end)
 
   it("accepts a good one", function()
-    local r = check_config('address = "tcp://logs.example.com:514", framing = "newline", '
-      .. 'disk_buffer = { path = "buffer", max_bytes = 1048576, segment_bytes = 65536 }')
+    local r = check_config('address = "tcp://logs.example.com:514", framing = "newline", send_timeout_ms = 0, '
+      .. 'disk_buffer = { path = "buffer", max_bytes = 1048576, segment_bytes = 65536, when_full = "drop_oldest" }')
     assert.are.equal(0, r.status, r.stderr)
   end)
 end)

@@ -1,7 +1,8 @@
 -- lumberjit under systemd: the sd_notify messages (src/core/
 -- systemd_notify.h) received on a test socket, the log's levels and the
--- journal's priority prefixes (src/core/log.h), and the unit file
--- (examples/lumberjit.service) as systemd-analyze verify sees it.
+-- journal's priority prefixes (src/core/log.h), and the unit files
+-- (examples/lumberjit.service, lumberjit.socket) as systemd-analyze verify
+-- sees them. Socket activation itself: socket_activation_spec.lua.
 local run = dofile("spec/e2e/run.lua")
 
 local listener = run.root .. "/spec/e2e/notify_listener.py"
@@ -122,8 +123,8 @@ out = { type = "file_output", path = "/dev/full", message_matcher = "TRUE" }
   end)
 end)
 
-describe("examples/lumberjit.service", function()
-  it("is a unit systemd-analyze verify accepts", function()
+describe("examples/lumberjit.service and lumberjit.socket", function()
+  it("are units systemd-analyze verify accepts, the socket's service the service", function()
     if not os.execute("command -v systemd-analyze >/dev/null") then
       pending("systemd-analyze is not installed")
       return
@@ -132,8 +133,9 @@ describe("examples/lumberjit.service", function()
     -- Its commands name the binary where it is installed: here, the build's.
     local unit = run.read(run.root .. "/examples/lumberjit.service"):gsub("/usr/bin/lumberjit", run.bin)
     run.write(dir .. "/lumberjit.service", unit)
-    local ok = os.execute(string.format("cd %s && systemd-analyze verify --man=no lumberjit.service > verify.out 2>&1",
-      run.quote(dir)))
+    run.write(dir .. "/lumberjit.socket", run.read(run.root .. "/examples/lumberjit.socket"))
+    local ok = os.execute(string.format("cd %s && systemd-analyze verify --man=no lumberjit.socket lumberjit.service "
+      .. "> verify.out 2>&1", run.quote(dir)))
     local said = run.read(dir .. "/verify.out")
     run.cleanup(dir)
     assert.is_true(ok == true or ok == 0, said)

@@ -20,22 +20,28 @@
 
 #include <uv.h>
 
+#include "bench.h"
 #include "config.h"
 #include "fd_limit.h"
 #include "help.h"
-#include "http_endpoint.h"
 #include "log.h"
 #include "pipeline.h"
 #include "registry.h"
+#include "service.h"
 #include "signals.h"
+#include "systemd_listen.h"
 #include "systemd_notify.h"
 #include "try.h"
 #include "version.h"
 
 static const char usage[] =
-  "usage: lumberjit -c FILE [--check]\n"
+  "usage: lumberjit -c FILE [--check | --reload]\n"
   "       lumberjit -c FILE --try DECODER [--encode ENCODER] [--watch]\n"
   "                 [--expect GOLDEN [--update]] [SAMPLE...]\n"
+  "       lumberjit bench CONFIG [--rate R | --sweep R1,R2,...]\n"
+  "                 [--duration S | --count N] [--max-p99 MS]\n"
+  "                 [--format w1|syslog|nginx|TEMPLATE] [--write-files N]\n"
+  "                 [--json FILE] [--csv FILE] [--plot FILE.svg]\n"
   "\n"
   "A log collector whose decoders and encoders are sandboxed LuaJIT scripts.\n"
   "\n"
@@ -43,6 +49,8 @@ static const char usage[] =
   "                     a directory whose *.lua files, in name order, are one\n"
   "                     configuration\n"
   "      --check        validate the configuration and its plugins, then exit\n"
+  "      --reload       validate it, then ask the running lumberjit its pid_file\n"
+  "                     names to reload it (SIGHUP: see Running in production)\n"
   "      --try DECODER  run only the decoder DECODER of FILE on each line of the\n"
   "                     SAMPLE files (none or -: standard input) and print every\n"
   "                     message it makes, or why the line was rejected or failed;\n"
@@ -58,6 +66,31 @@ static const char usage[] =
   "                     broken limit used is not compared: GOLDEN holds from run\n"
   "                     to run\n"
   "      --update       with --expect: write the output to GOLDEN instead\n"
+  "\n"
+  "bench runs CONFIG's pipeline on its generator_inputs, in steps, and prints\n"
+  "for each: the achieved rate, records generated, delivered, dead-lettered\n"
+  "and lost (there must be none), latency p50 to max from each line's due\n"
+  "time on the schedule to its output's acknowledgement, CPU seconds per\n"
+  "million lines by thread (loop, workers, kafka, other) and peak RSS.\n"
+  "  --rate R           one step offering R lines a second (50000, 50k, 1.5M);\n"
+  "                     without it or --sweep, one step as fast as taken\n"
+  "  --sweep R1,R2,...  steps at these rates, until one fails: p99 over\n"
+  "                     --max-p99, or under 90% of the rate achieved; the\n"
+  "                     highest step that held is the sustainable rate\n"
+  "  --duration S       seconds a step (default 5 with a rate), or --count N\n"
+  "                     lines a step (default 1000000 without a rate)\n"
+  "  --max-p99 MS       the p99 latency a step must stay under\n"
+  "  --format F         one generator of w1, syslog or nginx lines, or of\n"
+  "                     template F (%{seq} %{iso} %{rfc3164} %{clf} %{word}\n"
+  "                     %{host} %{program} %{pid} %{int} %{ip}), in place of\n"
+  "                     CONFIG's inputs, with the first one's decoder\n"
+  "  --write-files N    N writer threads append the lines (w1, or --format's)\n"
+  "                     to the files CONFIG's tail_input reads: its first\n"
+  "                     path's '*' made bench1 ... benchN, or its one file\n"
+  "                     shared; latency from each line's due time\n"
+  "  --json, --csv, --plot FILE  the steps as JSON, CSV, and an SVG plot of\n"
+  "                     achieved rate and p99 against the offered rate\n"
+  "\n"
   "  -h, --help [TYPE]  show this help, or the keys of plugin type TYPE\n"
   "      --markdown     with --help TYPE: as a Markdown table\n"
   "  -V, --version      show the version\n"
@@ -94,64 +127,6 @@ static int check_stdio(const config *cfg, const bool closed[3])
   return 0;
 }
 
-/* What outlives a pipeline: the HTTP endpoint and systemd's notices are
- * the process's, and a reload will hand them the next pipeline. */
-typedef struct {
-  pipeline *pl;
-  http_endpoint *http;
-} service;
-
-static void on_started(void *ud)
-{
-  service *svc = ud;
-
-  /* Past here a failed start is the run's status, not systemd's: the
-   * inputs that started are read. */
-  systemd_notifyf("READY=1\nSTATUS=running: %zu inputs",
-                  pipeline_snapshot(svc->pl)->ninputs);
-}
-
-static void on_stopping(void *ud, const char *why)
-{
-  (void)ud;
-  systemd_notifyf("STOPPING=1\nSTATUS=stopping%s%s", why ? ": " : "",
-                  why ? why : "");
-}
-
-/* Runs the collector the config describes, with its endpoint and
- * systemd's notices; returns the exit status. */
-static int serve(const config *cfg)
-{
-  service svc = {0};
-  pipeline_hooks hooks = {on_started, on_stopping, &svc};
-  char err[2048];
-  int status, rc;
-
-  if (cfg->http_address &&
-      !(svc.http = http_endpoint_start(uv_default_loop(), cfg->http_address,
-                                       err, sizeof err))) {
-    fprintf(stderr, "lumberjit: %s\n", err);
-    return 1;
-  }
-  svc.pl = pipeline_create(cfg, uv_default_loop(), err, sizeof err);
-  if (!svc.pl) {
-    fprintf(stderr, "lumberjit: %s\n", err);
-    http_endpoint_close(svc.http);
-    return 1;
-  }
-  if ((rc = systemd_watchdog_start(uv_default_loop())) != 0)
-    log_warning("systemd watchdog: %s; no WATCHDOG=1 pings", uv_strerror(rc));
-  if (svc.http) http_endpoint_serve(svc.http, svc.pl, cfg->health_paused_ms);
-  pipeline_set_hooks(svc.pl, &hooks);
-  status = pipeline_run(svc.pl);
-  /* The inputs may also have just ended: systemd hears the stop either way. */
-  systemd_notify("STOPPING=1");
-  if (svc.http) http_endpoint_serve(svc.http, NULL, 0);
-  if (pipeline_destroy(svc.pl) != 0) status = 1;
-  http_endpoint_close(svc.http);
-  return status;
-}
-
 /* Closes the signal handles and the loop; returns the exit status. */
 static int finish(int status)
 {
@@ -167,6 +142,7 @@ int main(int argc, char **argv)
   static const struct option longopts[] = {
     {"config", required_argument, NULL, 'c'},
     {"check", no_argument, NULL, 'k'},
+    {"reload", no_argument, NULL, 'r'},
     {"try", required_argument, NULL, 't'},
     {"encode", required_argument, NULL, 'e'},
     {"watch", no_argument, NULL, 'w'},
@@ -179,22 +155,26 @@ int main(int argc, char **argv)
   };
   const char *file = NULL;
   try_options try = {0};
-  int check = 0, help = 0, markdown = 0, opt, status;
+  int check = 0, reload = 0, help = 0, markdown = 0, opt, status;
   char err[2048];
   bool closed[3];
   config cfg;
 
   occupy_closed_stdio(closed);
   log_detect_journal();
+  systemd_listen_take();
   fd_limit_raise();
   if (signals_start(uv_default_loop()) != 0) {
     fputs("lumberjit: cannot install signal handlers\n", stderr);
     return 1;
   }
+  if (argc > 1 && strcmp(argv[1], "bench") == 0)
+    return finish(bench_main(argc - 1, argv + 1));
   while ((opt = getopt_long(argc, argv, "c:hV", longopts, NULL)) != -1) {
     switch (opt) {
     case 'c': file = optarg; break;
     case 'k': check = 1; break;
+    case 'r': reload = 1; break;
     case 't': try.decoder = optarg; break;
     case 'e': try.encoder = optarg; break;
     case 'w': try.watch = true; break;
@@ -207,7 +187,8 @@ int main(int argc, char **argv)
     }
   }
   /* --help, or --help TYPE. */
-  if (help && optind + 1 >= argc && !file && !check && !try.decoder) {
+  if (help && optind + 1 >= argc && !file && !check && !reload &&
+      !try.decoder) {
     if (optind == argc && !markdown) {
       help_usage(usage, stdout);
       return 0;
@@ -233,10 +214,11 @@ int main(int argc, char **argv)
   }
   /* Sample operands, --encode and --watch belong to --try. */
   if (!file || (!try.decoder && (optind != argc || try.encoder || try.watch)) ||
-      (try.decoder && check)) {
+      ((try.decoder || reload) && check) || (try.decoder && reload)) {
     fputs(usage, stderr);
     return 2;
   }
+  if (reload) return service_signal_reload(file);
   if (try.decoder) {
     try.config_path = file;
     try.samples = argv + optind;
@@ -262,7 +244,5 @@ int main(int argc, char **argv)
     config_free(&cfg);
     return status ? 1 : 0;
   }
-  status = serve(&cfg);
-  config_free(&cfg);
-  return finish(status);
+  return finish(service_run(file, &cfg));
 }

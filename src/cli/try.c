@@ -369,7 +369,7 @@ static int load_filters(trial *t, const config *cfg, sandbox_watchdog *wd)
     copy = *p;
     copy.limits.max_failures = TRY_MAX_FAILURES;
     copy.limits.quiet_rebuilds = true; /* each failure shows under its line */
-    if (pipeline_filter_build(cfg, &copy, p->name, wd, on_sandbox_log, t,
+    if (pipeline_filter_build(cfg, &copy, p->name, NULL, wd, on_sandbox_log, t,
                               &filters[n++], err, sizeof err) != 0) {
       fprintf(stderr, "lumberjit: %s\n", err);
       rc = -1;

@@ -3,7 +3,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <luajit.h>
-#include <openssl/crypto.h>
+#include <openssl/opensslv.h>
 #include <uv.h>
 #include <zlib.h>
 
@@ -22,13 +22,14 @@ void version_print(FILE *f)
 #endif
   );
   /* LuaJIT is linked in, built with the check hook (README: Sandbox
-   * limits); libuv, OpenSSL and zlib are the shared libraries loaded now;
-   * librdkafka is loaded only when a kafka_output is configured, so the
-   * version of the headers it was built with is what there is to say. */
-  fprintf(f, "%s (LUAJIT_ENABLE_CHECKHOOK), libuv %s, %s, zlib %s, "
-          "librdkafka %d.%d.%d (headers; loaded for kafka_output)\n",
-          LUAJIT_VERSION, uv_version_string(),
-          OpenSSL_version(OPENSSL_VERSION), zlibVersion(),
+   * limits); libuv and zlib are the shared libraries loaded now; OpenSSL
+   * and librdkafka are loaded only when TLS or a kafka_output is
+   * configured, so the version of their headers is what there is to say. */
+  fprintf(f, "%s (LUAJIT_ENABLE_CHECKHOOK), libuv %s, zlib %s, %s (headers; "
+          "loaded for TLS), librdkafka %d.%d.%d (headers; loaded for "
+          "kafka_output)\n",
+          LUAJIT_VERSION, uv_version_string(), zlibVersion(),
+          OPENSSL_VERSION_TEXT,
           RD_KAFKA_VERSION >> 24 & 0xff, RD_KAFKA_VERSION >> 16 & 0xff,
           RD_KAFKA_VERSION >> 8 & 0xff);
 }

@@ -87,6 +87,13 @@ static const config_key global_keys[] = {
            "listens on (none: no endpoint)"},
   {"health_paused_ms", KEY_COUNT, G(health_paused_ms), "30000", 0, 3600000,
    .help = "/health fails once the inputs are held this long (0: never)"},
+  {"pid_file", KEY_STRING, G(pid_file),
+   .help = "a file the running process writes its PID to, which `lumberjit "
+           "--reload` signals"},
+  {"watch_config", KEY_BOOL, G(watch_config), "false",
+   .help = "reload when a configuration file or a plugin's file changes"},
+  {"watch_interval_ms", KEY_COUNT, G(watch_interval_ms), "2000", 100, 3600000,
+   .help = "with watch_config: how often the files are looked at"},
   {NULL}
 };
 

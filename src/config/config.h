@@ -55,6 +55,12 @@ struct config_plugin {
   int line;              /* where the plugin's table starts, in that file */
   void *settings;        /* its type's own keys (plugin_type.h) */
 
+  /* Set by a reload (service.h) on an input that ran before it, of the
+   * same name and type: it goes on, so a tail_input's file without a
+   * checkpoint came while the pipelines changed and is read from its
+   * head, not skipped to its end as at a first start. */
+  bool continues;
+
   /* inputs (config_input_keys, config_lines_keys) */
   char *decoder;         /* decoder instance name, or NULL */
   size_t max_line;       /* longest record */
@@ -96,6 +102,10 @@ struct config {
   int log_level;            /* a log_level (log.h) */
   char *http_address;       /* the HTTP endpoint's HOST:PORT; NULL: none */
   uint64_t health_paused_ms; /* /health fails past this hold; 0: never */
+  char *pid_file;           /* where the running process writes its PID,
+                               for `lumberjit --reload`; NULL: none */
+  bool watch_config;        /* reload when a config file or plugin changes */
+  uint64_t watch_interval_ms; /* how often they are looked at */
 };
 
 /* The global settings' keys, as a type's (for --help lumberjit). */

@@ -7,6 +7,9 @@
 
 #define B(field) offsetof(config_disk_buffer, field)
 
+/* By DISK_BUFFER_*. */
+static const char *const when_full_names[] = {"hold", "drop_oldest", NULL};
+
 static const config_key keys[] = {
   {"path", KEY_STRING, B(path),
    .help = "its directory (default: in state_dir, named after the output)"},
@@ -14,17 +17,25 @@ static const config_key keys[] = {
    .help = "what it may hold"},
   {"segment_bytes", KEY_COUNT, B(segment_bytes), "16777216", 4096, 1u << 30,
    .help = "the size of one of its files"},
+  {"when_full", KEY_CHOICE, B(when_full), "hold", .choices = when_full_names,
+   .help = "hold the inputs, or drop the oldest records (counted, logged)"},
   {NULL}
 };
 
 int config_read_disk_buffer(plugin_ctx *c, config_disk_buffer *b)
 {
   int rc = cfg_read_table(c, "disk_buffer", "a table {path=, max_bytes=, "
-                          "segment_bytes=}", keys, b);
+                          "segment_bytes=, when_full=}", keys, b);
 
   if (rc > 0 && b->max_bytes < b->segment_bytes)
     return cfg_key_fail(c, "disk_buffer", "max_bytes must be at least "
                         "segment_bytes (%llu)",
+                        (unsigned long long)b->segment_bytes);
+  if (rc > 0 && b->when_full == DISK_BUFFER_DROP_OLDEST &&
+      b->max_bytes / 2 < b->segment_bytes)
+    return cfg_key_fail(c, "disk_buffer", "when_full = \"drop_oldest\" "
+                        "needs max_bytes at least twice segment_bytes (%llu): "
+                        "the segment being written is never dropped",
                         (unsigned long long)b->segment_bytes);
   return rc < 0 ? -1 : 0;
 }

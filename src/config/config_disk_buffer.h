@@ -4,7 +4,13 @@
  * syslog_output):
  *
  *   disk_buffer = { path = "/var/lib/lumberjit/kafka", max_bytes = (1 GiB),
- *                   segment_bytes = (16 MiB) }
+ *                   segment_bytes = (16 MiB), when_full = ("hold") }
+ *
+ * when_full is what a full disk buffer does: "hold" the inputs until it
+ * drains, or "drop_oldest": delete its oldest segment, counting and
+ * logging the records dropped (disk_queue.h: dq_drop_oldest), so that the
+ * newest are kept. drop_oldest needs max_bytes at least twice
+ * segment_bytes: the segment being written is never dropped.
  *
  * path defaults to a directory in lumberjit.state_dir named after the
  * output (config_disk_buffer_dir), which must then be set.
@@ -21,7 +27,10 @@ typedef struct {
   char *path;            /* NULL: in state_dir */
   uint64_t max_bytes;    /* 0: no disk buffer */
   uint64_t segment_bytes;
+  int when_full;         /* DISK_BUFFER_HOLD, DISK_BUFFER_DROP_OLDEST */
 } config_disk_buffer;
+
+enum { DISK_BUFFER_HOLD, DISK_BUFFER_DROP_OLDEST };
 
 /* Reads the key (absent: max_bytes 0) into b; -1 after cfg_key_fail. */
 int config_read_disk_buffer(plugin_ctx *c, config_disk_buffer *b);

@@ -46,6 +46,71 @@ static void append_lua_string(buf *b, const char *s, size_t len)
   buf_append(b, "\"", 1);
 }
 
+static int serialize(plugin_ctx *c, buf *b, const char *key, int depth);
+
+static int entry_cmp(const void *a, const void *b)
+{
+  const buf *x = a, *y = b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int d = memcmp(x->data, y->data, n);
+
+  return d ? d : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Writes the table on top of the stack as a Lua constructor, its entries
+ * in byte order: the same settings make the same source at every load
+ * (LuaJIT's table order varies from one state to the next), which is how
+ * a reload tells a changed plugin (sandbox_shelf.h). */
+static int serialize_table(plugin_ctx *c, buf *b, const char *key, int depth)
+{
+  lua_State *L = c->ld->L;
+  buf *entries = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+
+  lua_pushnil(L);
+  while (rc == 0 && lua_next(L, -2)) {
+    int kt = lua_type(L, -2);
+    /* At the top (depth -1), each key names itself in errors. */
+    const char *k = depth < 0 && kt == LUA_TSTRING ? lua_tostring(L, -2) : key;
+    buf *e;
+    if (kt != LUA_TSTRING && kt != LUA_TNUMBER) {
+      lua_pop(L, 2);
+      rc = cfg_key_fail(c, key, "has a table with a %s key",
+                        lua_typename(L, kt));
+      break;
+    }
+    if (n == cap) {
+      buf *more = realloc(entries, (cap = cap ? 2 * cap : 8) * sizeof *more);
+      if (!more) {
+        lua_pop(L, 2);
+        rc = cfg_key_fail(c, key, "out of memory");
+        break;
+      }
+      entries = more;
+    }
+    e = &entries[n++];
+    *e = (buf){0};
+    buf_append(e, "[", 1);
+    lua_pushvalue(L, -2);
+    rc = serialize(c, e, k, depth + 1);
+    lua_pop(L, 1);
+    buf_append(e, "]=", 2);
+    if (rc == 0) rc = serialize(c, e, k, depth + 1);
+    buf_append(e, ",", 1);
+    lua_pop(L, rc == 0 ? 1 : 2);
+  }
+  if (rc == 0) {
+    qsort(entries, n, sizeof *entries, entry_cmp);
+    buf_append(b, "{", 1);
+    for (size_t i = 0; i < n; i++) buf_append(b, entries[i].data, entries[i].len);
+    buf_append(b, "}", 1);
+  }
+  for (size_t i = 0; i < n; i++) buf_free(&entries[i]);
+  free(entries);
+  return rc;
+}
+
 /* Writes the value on top of the stack as Lua source. */
 static int serialize(plugin_ctx *c, buf *b, const char *key, int depth)
 {
@@ -69,31 +134,7 @@ static int serialize(plugin_ctx *c, buf *b, const char *key, int depth)
   case LUA_TTABLE:
     if (depth >= SETTINGS_MAX_DEPTH)
       return cfg_key_fail(c, key, "nests tables deeper than %d", SETTINGS_MAX_DEPTH);
-    buf_append(b, "{", 1);
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      int kt = lua_type(L, -2);
-      if (kt != LUA_TSTRING && kt != LUA_TNUMBER) {
-        lua_pop(L, 2);
-        return cfg_key_fail(c, key, "has a table with a %s key", lua_typename(L, kt));
-      }
-      buf_append(b, "[", 1);
-      lua_pushvalue(L, -2);
-      if (serialize(c, b, key, depth + 1) != 0) {
-        lua_pop(L, 3);
-        return -1;
-      }
-      lua_pop(L, 1);
-      buf_append(b, "]=", 2);
-      if (serialize(c, b, key, depth + 1) != 0) {
-        lua_pop(L, 2);
-        return -1;
-      }
-      buf_append(b, ",", 1);
-      lua_pop(L, 1);
-    }
-    buf_append(b, "}", 1);
-    return 0;
+    return serialize_table(c, b, key, depth);
   default:
     return cfg_key_fail(c, key, "has a %s value; settings are strings, numbers, "
                     "booleans and tables of them", luaL_typename(L, -1));
@@ -102,29 +143,14 @@ static int serialize(plugin_ctx *c, buf *b, const char *key, int depth)
 
 static int read_settings(plugin_ctx *c, config_plugin *p)
 {
-  lua_State *L = c->ld->L;
   buf b = {0};
-  int rc = 0;
 
-  buf_append(&b, "return {", 8);
-  lua_pushnil(L);
-  while (lua_next(L, -2) && rc == 0) {
-    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-    buf_append(&b, "[", 1);
-    lua_pushvalue(L, -2);
-    rc = serialize(c, &b, key, 0);
-    lua_pop(L, 1);
-    buf_append(&b, "]=", 2);
-    if (rc == 0) rc = serialize(c, &b, key, 0);
-    buf_append(&b, ",", 1);
-    lua_pop(L, 1);
-  }
-  if (rc != 0) {
-    lua_pop(L, 1); /* the key lua_next left */
+  buf_append(&b, "return ", 7);
+  if (serialize_table(c, &b, p->name, -1) != 0) {
     buf_free(&b);
-    return rc;
+    return -1;
   }
-  buf_append(&b, "}", 2); /* with the terminating NUL */
+  buf_append(&b, "", 1); /* the terminating NUL */
   p->lua_settings = b.data;
   return 0;
 }

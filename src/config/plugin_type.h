@@ -83,6 +83,8 @@ typedef struct config_key {
 #define PLUGIN_NO_DEAD_LETTERS 8u /* cannot be dead_letter_output */
 #define PLUGIN_SANDBOX 16u        /* a sandboxed Lua plugin: filename,
                                      limits, and any key for its settings */
+#define PLUGIN_RESUMES 32u        /* an input of files that starts where
+                                     its checkpoints (state_dir) say */
 
 struct input_kind;      /* the pipeline's parts: src/pipeline/plugin.h */
 struct output_kind;

@@ -4,10 +4,12 @@
  *
  * SIGPIPE is ignored: a closed reader is a write error (EPIPE) that the
  * output reports. SIGINT and SIGTERM ask the handler to stop, SIGHUP to
- * reopen its files. Signals are delivered from the loop, so one that
- * comes during start-up waits there until the handler is set and the loop
- * runs. The signal handles do not keep the loop running: it ends when the
- * work does.
+ * reload its configuration, SIGUSR1 to reopen its files. Signals are
+ * delivered from the loop, so one that comes during start-up waits there
+ * until the handler is set and the loop runs; a stop or a reload that
+ * comes while no handler is set (between the pipelines of a reload) goes
+ * to the next one set. The signal handles do not keep the loop running:
+ * it ends when the work does.
  */
 #ifndef LUMBERJIT_SIGNALS_H
 #define LUMBERJIT_SIGNALS_H
@@ -16,7 +18,8 @@
 
 typedef struct {
   void (*stop)(void *ud, const char *signame);
-  void (*reopen)(void *ud);
+  void (*reload)(void *ud, const char *signame);
+  void (*reopen)(void *ud, const char *signame);
   void *ud;
 } signals_handler;
 

@@ -28,6 +28,11 @@ uint64_t pl_input_stop_timeout_ms(const pl_input *pi)
   return pi->pl->stop_timeout_ms;
 }
 
+bool pl_input_handing_over(const pl_input *pi)
+{
+  return pi->pl->keep_sandboxes;
+}
+
 int pl_input_set_fields(pl_input *pi, const char *path_field,
                         const char *sender_field, const char *listener_field)
 {

@@ -56,6 +56,10 @@ checkpoint_store *pl_input_checkpoints(pl_input *pi);
 bool pl_input_held(const pl_input *pi);
 /* How long a stop may take before outputs give up. */
 uint64_t pl_input_stop_timeout_ms(const pl_input *pi);
+/* The stop is a reload's (pipeline_stop_for_reload): a listener leaves
+ * its socket to the next pipeline (systemd_listen_keep) rather than
+ * taking its backlog and closing it. */
+bool pl_input_handing_over(const pl_input *pi);
 /* Whether lumberjit writes the file sb is of: an input must never read
  * it. */
 bool pl_input_writes(const pl_input *pi, const struct stat *sb);

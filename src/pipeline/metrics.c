@@ -75,6 +75,9 @@ static const family output_families[] = {
   {"lumberjit_output_disk_buffer_delivered_records_total", "counter",
    "Records delivered from the disk buffer.", OUT(tx.disk_delivered),
    DISK_BUFFER},
+  {"lumberjit_output_disk_buffer_dropped_records_total", "counter",
+   "Records the full disk buffer dropped, oldest first (when_full = "
+   "\"drop_oldest\").", OUT(tx.disk_dropped), DISK_BUFFER},
 };
 
 /* Whether an input (out NULL) or output has family `only`'s samples. */

@@ -21,6 +21,10 @@
  * (sandbox_stats.failures): "error" for none (a Lua error), else the
  * limit's ("cpu", "instructions", ...). */
 const char *metrics_failure_cause(sandbox_limit l);
+/* A reload was tried (the cli): it is counted, with its outcome and the
+ * time of the last that took, in lumberjit_config_* (as Prometheus names
+ * its own). */
+void metrics_note_reload(bool ok);
 /* Appends the text of st to b; false when out of memory. */
 bool metrics_format(buf *b, const pipeline_stats *st);
 /* Writes st to path (through path.tmp); -1 with the reason in err. */

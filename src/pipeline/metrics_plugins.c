@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pipeline.h"
@@ -96,6 +97,40 @@ static bool put_failures(buf *b, const pipeline_stats *st)
   return ok;
 }
 
+/* lumberjit_plugin_call_cpu_seconds: a histogram, its buckets cumulative
+ * as Prometheus's are. */
+static bool put_cpu_histogram(buf *b, const pipeline_stats *st)
+{
+  const char *name = "lumberjit_plugin_call_cpu_seconds";
+  bool ok = metrics_head(b, name, "histogram",
+                         "CPU per call, each batch's calls counted at their "
+                         "average (the clock is read per batch).");
+
+  for (size_t i = 0; ok && i < st->nplugins; i++) {
+    const sandbox_stats *s = &st->plugins[i].sb;
+    uint64_t below = 0;
+    for (size_t k = 0; ok && k < SANDBOX_CPU_BUCKETS; k++) {
+      char le[32];
+      below += s->cpu_calls[k];
+      if (k < SANDBOX_CPU_BUCKETS - 1)
+        snprintf(le, sizeof le, "%g", (double)sandbox_cpu_bucket_ns[k] / 1e9);
+      else
+        snprintf(le, sizeof le, "+Inf");
+      ok = put_labels(b, "lumberjit_plugin_call_cpu_seconds_bucket",
+                      &st->plugins[i]) &&
+           metrics_label(b, "le", le, false) &&
+           buf_appendf(b, "} %" PRIu64 "\n", below);
+    }
+    ok = ok && put_labels(b, "lumberjit_plugin_call_cpu_seconds_sum",
+                          &st->plugins[i]) &&
+         buf_appendf(b, "} %.9f\n", (double)s->cpu_ns / 1e9) &&
+         put_labels(b, "lumberjit_plugin_call_cpu_seconds_count",
+                    &st->plugins[i]) &&
+         buf_appendf(b, "} %" PRIu64 "\n", below);
+  }
+  return ok;
+}
+
 bool metrics_plugins(buf *b, const pipeline_stats *st)
 {
   bool ok = true;
@@ -107,5 +142,5 @@ bool metrics_plugins(buf *b, const pipeline_stats *st)
       ok = put_labels(b, families[k].name, &st->plugins[i]) &&
            put_value(b, &st->plugins[i], families[k].off, families[k].u);
   }
-  return ok && put_failures(b, st);
+  return ok && put_failures(b, st) && put_cpu_histogram(b, st);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Resident pages: the second figure of /proc/self/statm. */
@@ -85,6 +86,35 @@ static bool start_time(double *v)
   return true;
 }
 
+/* Reloads, as metrics_note_reload hears them; the last success is the
+ * start until a reload succeeds. */
+static uint64_t reloads[2]; /* [ok] */
+static bool last_reload_failed;
+static double last_success;
+
+void metrics_note_reload(bool ok)
+{
+  struct timespec now;
+
+  reloads[ok]++;
+  last_reload_failed = !ok;
+  if (ok && clock_gettime(CLOCK_REALTIME, &now) == 0)
+    last_success = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static bool last_reload_successful(double *v)
+{
+  *v = last_reload_failed ? 0 : 1;
+  return true;
+}
+
+static bool last_reload_time(double *v)
+{
+  if (last_success == 0 && !start_time(&last_success)) return false;
+  *v = last_success;
+  return true;
+}
+
 static const struct {
   const char *name, *type, *help;
   bool (*read)(double *v);
@@ -99,6 +129,12 @@ static const struct {
    "Maximum number of open file descriptors (the soft limit).", max_fds},
   {"lumberjit_process_start_time_seconds", "gauge",
    "Start time of the process since the Unix epoch in seconds.", start_time},
+  {"lumberjit_config_last_reload_successful", "gauge",
+   "Whether the last configuration reload succeeded (1 until one fails).",
+   last_reload_successful},
+  {"lumberjit_config_last_reload_success_timestamp_seconds", "gauge",
+   "When the configuration running was loaded, since the Unix epoch.",
+   last_reload_time},
 };
 
 bool metrics_process(buf *b)
@@ -111,6 +147,12 @@ bool metrics_process(buf *b)
     ok = metrics_head(b, families[i].name, families[i].type, families[i].help) &&
          buf_appendf(b, "%s %.15g\n", families[i].name, v);
   }
+  ok = ok && metrics_head(b, "lumberjit_config_reloads_total", "counter",
+                          "Configuration reloads tried, by result.");
+  for (int r = 1; ok && r >= 0; r--)
+    ok = buf_append_str(b, "lumberjit_config_reloads_total") &&
+         metrics_label(b, "result", r ? "success" : "failure", true) &&
+         buf_appendf(b, "} %" PRIu64 "\n", reloads[r]);
   return ok &&
          metrics_head(b, "lumberjit_build_info", "gauge",
                       "Always 1; its labels say which build runs.") &&

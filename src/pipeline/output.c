@@ -358,6 +358,9 @@ void output_summary_tail(const output_sink *o, const output_tx_stats *st,
     n = snprintf(line, len, "; %" PRIu64 " put in the disk buffer, which "
                  "holds %" PRIu64 " records (%" PRIu64 " bytes)",
                  st->disk_put, st->disk_records, st->disk_bytes);
+  if (st->disk_dropped && n >= 0 && (size_t)n < len)
+    n += snprintf(line + n, len - (size_t)n, ", %" PRIu64 " dropped from it "
+                  "when full (when_full = \"drop_oldest\")", st->disk_dropped);
   if (o->records_released && n >= 0 && (size_t)n < len)
     snprintf(line + n, len - (size_t)n, "; %" PRIu64 " left unacknowledged "
              "for the next run to read again", o->records_released);

@@ -90,6 +90,8 @@ typedef struct {
   uint64_t disk_put, disk_delivered;   /* put in it; delivered from it */
   double latency_ms[5];       /* delivery: p50, p95, p99, p99.9, max */
   uint64_t connects, connect_failures; /* a connection's: made, failed */
+  uint64_t disk_dropped;      /* dropped from the disk buffer when full
+                                 (when_full = "drop_oldest") */
 } output_tx_stats;
 
 /* What a sink sends its records with: the fd writer's (output_open), or

@@ -38,6 +38,7 @@
 #include "metrics.h"
 #include "pipeline_internal.h"
 #include "run_stats.h"
+#include "sandbox_shelf.h"
 #include "signals.h"
 
 #define QUIET_LOOK_MS 1000
@@ -83,6 +84,9 @@ static void add_record(pipeline *pl, pl_source *src, const char *bytes,
   }
   if (!work_job_add(src->job, bytes, len, position, piece, src->from))
     record_lost(pl, in, position);
+  else if (pl->probe.due)
+    src->job->recs[src->job->nrecs - 1].due_us =
+        pl->probe.due(pl->probe.ud, in, position);
 }
 
 static void add_joined(void *ud, const char *bytes, size_t len,
@@ -338,6 +342,7 @@ static void last_ticks(pipeline *pl)
   for (size_t i = 0; i < pl->nfilters; i++) {
     if (!pl->filters[i].ticker_interval_ms) continue;
     uv_timer_stop(&pl->filters[i].tick);
+    if (pl->filters[i].kept) continue; /* it goes on, with what it holds */
     pipeline_tick(pl, &pl->filters[i], true);
   }
 }
@@ -439,9 +444,18 @@ static void on_deadline(uv_timer_t *t)
   }
 }
 
-/* why: the signal's name, or NULL when the cause was logged already. */
+/* why: the signal's name, or NULL when the cause was logged already. The
+ * owner hears of a stop (hooks.stopping), but not of a reload's. */
 static void pipeline_stop(pipeline *pl, const char *why)
 {
+  if (pl->stopping && pl->keep_sandboxes && why) {
+    /* A stop signal while a reload stops the run: the run ends for good. */
+    pl->keep_sandboxes = false;
+    for (size_t i = 0; i < pl->nfilters; i++) pl->filters[i].kept = false;
+    log_msg("%s: stopping; the reload is abandoned", why);
+    if (pl->hooks.stopping) pl->hooks.stopping(pl->hooks.ud, why);
+    return;
+  }
   if (pl->stopping) {
     if (why) {
       log_msg("%s: stopping now", why);
@@ -451,7 +465,8 @@ static void pipeline_stop(pipeline *pl, const char *why)
   }
   if (why) log_msg("%s: stopping", why);
   pl->stopping = true;
-  if (pl->hooks.stopping) pl->hooks.stopping(pl->hooks.ud, why);
+  if (pl->hooks.stopping && !pl->keep_sandboxes)
+    pl->hooks.stopping(pl->hooks.ud, why);
   for (size_t i = 0; i < pl->ninputs; i++)
     pl->inputs[i].kind->stop(&pl->inputs[i]);
   uv_timer_start(&pl->deadline, on_deadline, pl->stop_timeout_ms, 0);
@@ -468,10 +483,40 @@ static void reopen(output_sink *o)
   output_reopen(o);
 }
 
-static void on_reopen_signal(void *ud)
+void pipeline_reopen(pipeline *pl)
 {
-  log_msg("SIGHUP: reopening output files");
-  pipeline_each_sink(ud, reopen);
+  pipeline_each_sink(pl, reopen);
+}
+
+static void on_reopen_signal(void *ud, const char *signame)
+{
+  log_msg("%s: reopening output files", signame);
+  pipeline_reopen(ud);
+}
+
+/* SIGHUP: the owner reloads (hooks.reload), or else the files reopen. */
+static void on_reload_signal(void *ud, const char *signame)
+{
+  pipeline *pl = ud;
+
+  if (pl->hooks.reload) pl->hooks.reload(pl->hooks.ud, signame);
+  else on_reopen_signal(pl, signame);
+}
+
+bool pipeline_stop_for_reload(pipeline *pl, const config *next)
+{
+  if (pl->stopping) return false;
+  pl->keep_sandboxes = true;
+  for (size_t i = 0; i < pl->nfilters; i++) {
+    pl_filter *f = &pl->filters[i];
+    const config_plugin *p = config_find(next, f->name, PLUGIN_FILTER);
+    for (size_t d = 0; p && d < pl->ndigests; d++)
+      if (pl->digests[d].role == PLUGIN_FILTER &&
+          strcmp(pl->digests[d].name, f->name) == 0)
+        f->kept = pl->digests[d].digest == shelf_digest(next, p);
+  }
+  pipeline_stop(pl, NULL);
+  return true;
 }
 
 static pl_output *output_of(pipeline *pl, output_sink *s)
@@ -766,7 +811,7 @@ void pipeline_set_hooks(pipeline *pl, const pipeline_hooks *hooks)
 int pipeline_run(pipeline *pl)
 {
   char err[512];
-  signals_handler sh = {on_stop_signal, on_reopen_signal, pl};
+  signals_handler sh = {on_stop_signal, on_reload_signal, on_reopen_signal, pl};
 
   signals_set_handler(&sh);
   run_stats_start(&pl->stats);
@@ -817,9 +862,20 @@ int pipeline_run(pipeline *pl)
   } while (pl->running > 0 || pl->jobs_in_flight > 0 || any_sink(pl, busy));
   signals_set_handler(NULL);
   save_checkpoints(pl);
+  if (pl->probe.drained) pl->probe.drained(pl->probe.ud);
   pipeline_stop_workers(pl);
   log_summary(pl);
   if (pl->metrics_path) write_metrics(pl);
   if (pipeline_snapshot(pl)->dead_letters_lost > 0) pl->status = 1;
   return pl->status;
+}
+
+void pipeline_set_probe(pipeline *pl, const pipeline_probe *probe)
+{
+  pl->probe = *probe;
+}
+
+void pipeline_request_stop(pipeline *pl)
+{
+  pipeline_stop(pl, NULL);
 }

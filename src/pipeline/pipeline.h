@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "filter_stage.h"
+#include "input.h"
 #include "output.h"
 #include "plugin.h"
 
@@ -96,10 +97,13 @@ typedef struct {
 
 /* What the pipeline's owner hears of a run (the cli: systemd's READY=1
  * and STOPPING=1, which are the process's, not a pipeline's: a reload
- * replaces the pipeline). Either may be NULL. */
+ * replaces the pipeline). Any may be NULL. */
 typedef struct {
   void (*started)(void *ud);    /* the inputs were started */
-  void (*stopping)(void *ud, const char *why); /* a stop began */
+  void (*stopping)(void *ud, const char *why); /* a stop began (not a
+                                                  reload's) */
+  /* SIGHUP came (signame): NULL, the output files reopen instead. */
+  void (*reload)(void *ud, const char *signame);
   void *ud;
 } pipeline_hooks;
 
@@ -112,6 +116,45 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
 int pipeline_run(pipeline *pl);
 /* Sets who hears of the run (before pipeline_run). */
 void pipeline_set_hooks(pipeline *pl, const pipeline_hooks *hooks);
+/* Reopens the output files (log rotation: SIGUSR1, and SIGHUP without a
+ * reload hook). */
+void pipeline_reopen(pipeline *pl);
+/* Stops the run for a reload to `next`, a config that passed
+ * pipeline_check: the inputs stop, and pipeline_run returns once what they
+ * read is written and their checkpoints saved, as at a stop; but the
+ * owner hears no `stopping`, and the sandboxes of the plugins `next`
+ * keeps unchanged outlive the run for the next pipeline to take (its
+ * filters get no last timer_event, keeping what they hold). False when
+ * the run is stopping already. A stop signal that comes after it makes
+ * the stop a stop (hooks.stopping), sandboxes and all. */
+bool pipeline_stop_for_reload(pipeline *pl, const config *next);
+/* After the pipeline that follows a reload was built (or failed to be):
+ * destroys the kept sandboxes it did not take; returns how many it took. */
+size_t pipeline_reload_finish(void);
+/* What a run of cfg depends on: its files' bytes, and each sandboxed
+ * plugin's file, settings and limits. The same digest: a reload would
+ * change nothing. */
+uint64_t pipeline_config_digest(const config *cfg);
+/* What a benchmark run measures with (lumberjit bench), set before
+ * pipeline_run; any may be NULL.
+ *   due      when a record was due, for latency counted from a schedule
+ *            rather than from the read (a generator's or a writer's time
+ *            for the line, so a stall that delays the making shows):
+ *            called on the loop thread for each record an input hands on;
+ *            uv_hrtime in us, or 0 for "when read"
+ *   drained  the inputs ended and the outputs drained; the workers are
+ *            still up (their threads' CPU time can be read) */
+typedef uint64_t (*pipeline_due_fn)(void *ud, const input *in,
+                                    uint64_t position);
+typedef struct {
+  pipeline_due_fn due;
+  void (*drained)(void *ud);
+  void *ud;
+} pipeline_probe;
+void pipeline_set_probe(pipeline *pl, const pipeline_probe *probe);
+/* Stops the inputs, as SIGTERM does (without its log line): what they read
+ * is still delivered, then pipeline_run returns. */
+void pipeline_request_stop(pipeline *pl);
 /* The counters, at any time on the loop thread (workers' counts arrive as
  * their jobs come back); valid until the next call. */
 const pipeline_stats *pipeline_snapshot(pipeline *pl);
@@ -139,10 +182,11 @@ sandbox *pipeline_plugin_sandbox(const config *cfg, const config_plugin *p,
                                  sandbox_watchdog *wd, sandbox_log_fn log,
                                  void *log_ud, char *err, size_t errlen);
 /* An instance of filter p, named `name` (a string that outlives it): its
- * matcher and its sandbox (pipeline_plugin_sandbox's); -1 with
- * "FILE:LINE: filter 'NAME': why" in err. */
+ * matcher and its sandbox: sb, or with sb NULL pipeline_plugin_sandbox's;
+ * -1 with "FILE:LINE: filter 'NAME': why" in err (sb is then the
+ * caller's still). */
 int pipeline_filter_build(const config *cfg, const config_plugin *p,
-                          const char *name, sandbox_watchdog *wd,
+                          const char *name, sandbox *sb, sandbox_watchdog *wd,
                           sandbox_log_fn log, void *log_ud, router_filter *f,
                           char *err, size_t errlen);
 

@@ -18,6 +18,7 @@
 #include "heap.h"
 #include "log.h"
 #include "pipeline_internal.h"
+#include "sandbox_shelf.h"
 
 const char *pipeline_keep(pipeline *pl, const char *s)
 {
@@ -114,7 +115,7 @@ static int build_outputs(pipeline *pl, char *err, size_t errlen)
 }
 
 int pipeline_filter_build(const config *cfg, const config_plugin *p,
-                          const char *name, sandbox_watchdog *wd,
+                          const char *name, sandbox *sb, sandbox_watchdog *wd,
                           sandbox_log_fn log, void *log_ud, router_filter *f,
                           char *err, size_t errlen)
 {
@@ -128,8 +129,76 @@ int pipeline_filter_build(const config *cfg, const config_plugin *p,
              p->file, p->line, p->name, why);
     return -1;
   }
-  f->sb = pipeline_plugin_sandbox(cfg, p, wd, log, log_ud, err, errlen);
+  f->sb = sb ? sb : pipeline_plugin_sandbox(cfg, p, wd, log, log_ud, err,
+                                            errlen);
   return f->sb ? 0 : -1;
+}
+
+static uint64_t digest_of(const pipeline *pl, const config_plugin *p)
+{
+  for (size_t i = 0; i < pl->ndigests; i++)
+    if (pl->digests[i].role == p->role &&
+        strcmp(pl->digests[i].name, p->name) == 0)
+      return pl->digests[i].digest;
+  return 0;
+}
+
+/* The sandbox a reload kept of plugin p for this worker, bound to its
+ * thread and watchdog; NULL: none (or it cannot be bound: then it goes). */
+static sandbox *kept_sandbox(pipeline *pl, worker *w, const config_plugin *p,
+                             const char *owner)
+{
+  shelf_key key = {config_role_names[p->role], p->name, owner, w->id};
+  sandbox *sb = shelf_take(&key, digest_of(pl, p));
+
+  if (sb && sandbox_attach(sb, pl->wd) != 0) {
+    sandbox_destroy(sb);
+    sb = NULL;
+  }
+  return sb;
+}
+
+/* On the worker's thread: plugin p's instance for `owner` (the input or
+ * output it serves; "" for a filter), kept by a reload or loaded now. */
+static sandbox *worker_sandbox(pipeline *pl, worker *w, const config_plugin *p,
+                               const char *owner, char *err, size_t errlen)
+{
+  sandbox *sb = kept_sandbox(pl, w, p, owner);
+
+  return sb ? sb : pipeline_plugin_sandbox(pl->cfg, p, pl->wd,
+                                           log_sandbox_line, NULL, err, errlen);
+}
+
+static void shelve_one(pipeline *pl, worker *w, config_role role,
+                       const char *name, const char *owner, sandbox **sb)
+{
+  shelf_key key = {config_role_names[role], name, owner, w->id};
+
+  if (!*sb || sandbox_is_stopped(*sb)) return;
+  for (size_t i = 0; i < pl->ndigests; i++)
+    if (pl->digests[i].role == role && strcmp(pl->digests[i].name, name) == 0) {
+      shelf_put(&key, pl->digests[i].digest, *sb);
+      *sb = NULL;
+      return;
+    }
+}
+
+/* On the worker's thread as it ends, when the pipeline stops for a
+ * reload: its running sandboxes go on the shelf for the next one. */
+static void shelve_worker(void *ud, worker *w)
+{
+  pipeline *pl = ud;
+
+  if (!pl->keep_sandboxes) return;
+  for (size_t i = 0; i < w->ninputs; i++)
+    shelve_one(pl, w, PLUGIN_DECODER, w->inputs[i]->decoder_name,
+               w->inputs[i]->name, &w->inputs[i]->decoder);
+  for (size_t i = 0; i < w->noutputs; i++)
+    shelve_one(pl, w, PLUGIN_ENCODER, w->outputs[i].encoder_name,
+               w->outputs[i].name, &w->outputs[i].encoder);
+  for (size_t i = 0; i < w->nfilters; i++)
+    shelve_one(pl, w, PLUGIN_FILTER, w->filters[i].name, "",
+               &w->filters[i].sb);
 }
 
 /* On the worker's thread: its instance of each filter. */
@@ -144,11 +213,16 @@ static int build_worker_filters(pipeline *pl, worker *w, char *err,
     return -1;
   }
   w->nfilters = pl->nfilters;
-  for (size_t i = 0; i < pl->nfilters; i++)
-    if (pipeline_filter_build(cfg, pl->filters[i].cfg, pl->filters[i].name,
-                              pl->wd, log_sandbox_line, NULL, &w->filters[i],
-                              err, errlen) != 0)
+  for (size_t i = 0; i < pl->nfilters; i++) {
+    const config_plugin *p = pl->filters[i].cfg;
+    sandbox *kept = kept_sandbox(pl, w, p, "");
+    if (pipeline_filter_build(cfg, p, pl->filters[i].name, kept, pl->wd,
+                              log_sandbox_line, NULL, &w->filters[i], err,
+                              errlen) != 0) {
+      sandbox_destroy(kept);
       return -1;
+    }
+  }
   return 0;
 }
 
@@ -206,9 +280,9 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
       return -1;
     }
     if (p->encoder) {
-      ro->encoder = pipeline_plugin_sandbox(
-          cfg, config_find(cfg, p->encoder, PLUGIN_ENCODER), pl->wd,
-          log_sandbox_line, NULL, err, errlen);
+      ro->encoder = worker_sandbox(
+          pl, w, config_find(cfg, p->encoder, PLUGIN_ENCODER), ro->name, err,
+          errlen);
       if (!ro->encoder) return -1;
     }
     if (p->type->output->route &&
@@ -223,9 +297,9 @@ static int build_worker(void *ud, worker *w, char *err, size_t errlen)
   for (size_t i = 0; i < w->ninputs; i++) {
     router_input *ri = w->inputs[i];
     if (!ri->decoder_name) continue;
-    ri->decoder = pipeline_plugin_sandbox(
-        cfg, config_find(cfg, ri->decoder_name, PLUGIN_DECODER), pl->wd,
-        log_sandbox_line, NULL, err, errlen);
+    ri->decoder = worker_sandbox(
+        pl, w, config_find(cfg, ri->decoder_name, PLUGIN_DECODER), ri->name,
+        err, errlen);
     if (!ri->decoder) return -1;
   }
   return 0;
@@ -279,6 +353,7 @@ static int start_workers(pipeline *pl, char *err, size_t errlen)
     worker *w = &pl->workers[k];
     w->id = (unsigned)k;
     w->build = build_worker;
+    w->shelve = shelve_worker;
     w->build_ud = pl;
     w->inputs = calloc(pl->ninputs ? pl->ninputs : 1, sizeof *w->inputs);
     if (!w->inputs) {
@@ -453,6 +528,28 @@ int pipeline_start_watchdog(const config *cfg, sandbox_watchdog **wd,
   return *wd ? 0 : -1;
 }
 
+/* What each sandboxed plugin is (shelf_digest), for the sandboxes a reload
+ * keeps: this pipeline's workers take those of the same digest, and put
+ * theirs on the shelf under it. */
+static int digest_plugins(pipeline *pl, char *err, size_t errlen)
+{
+  const config *cfg = pl->cfg;
+
+  pl->digests = calloc(cfg->nplugins ? cfg->nplugins : 1, sizeof *pl->digests);
+  if (!pl->digests) goto oom;
+  for (size_t i = 0; i < cfg->nplugins; i++) {
+    const config_plugin *p = &cfg->plugins[i];
+    if (!(p->type->flags & PLUGIN_SANDBOX)) continue;
+    pl->digests[pl->ndigests] = (pl_digest){
+      p->role, pipeline_keep(pl, p->name), shelf_digest(cfg, p)};
+    if (!pl->digests[pl->ndigests++].name) goto oom;
+  }
+  return 0;
+oom:
+  snprintf(err, errlen, "out of memory");
+  return -1;
+}
+
 /* Warns when the files tail_inputs may hold open and the connections
  * syslog_inputs may take cannot all have a descriptor (fd_limit.h): those
  * past it wait (files) or are refused (connections), counted and logged. */
@@ -544,6 +641,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
     return NULL;
   }
   if (pipeline_start_watchdog(cfg, &pl->wd, err, errlen) != 0 ||
+      digest_plugins(pl, err, errlen) != 0 ||
       build_outputs(pl, err, errlen) != 0 ||
       build_filters(pl, err, errlen) != 0 ||
       build_inputs(pl, err, errlen) != 0 ||
@@ -666,6 +764,7 @@ int pipeline_destroy(pipeline *pl)
   checkpoint_store_close(&pl->store);
   join_matcher_free(pl->join_matcher);
   free(pl->kind_states);
+  free(pl->digests);
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);

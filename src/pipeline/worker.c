@@ -67,7 +67,7 @@ bool work_job_add(work_job *job, const char *bytes, size_t len,
     job->recs_cap = cap;
   }
   job->recs[job->nrecs] = (work_record){job->bytes.len, len, position, piece,
-                                        from != NULL};
+                                        from != NULL, 0};
   if (!buf_append(&job->bytes, bytes, len) ||
       (from && !buf_append(&job->bytes, from, strlen(from) + 1)))
     return false;
@@ -160,7 +160,7 @@ static void run_job(worker *w, work_job *job)
                     job->bytes.data + r->off, r->len, job->ticket,
                     job->file,
                     r->has_from ? job->bytes.data + r->off + r->len : NULL,
-                    job->read_us};
+                    r->due_us ? r->due_us : job->read_us};
     router_record(&w->router, job->input, &o, r->piece);
   }
   router_flush(&w->router);
@@ -205,7 +205,9 @@ static void *worker_main(void *arg)
     uv_async_send(w->notify);
   }
   pthread_mutex_unlock(&w->lock);
-  /* The sandboxes go on the thread that made them. */
+  /* The sandboxes go on the thread that made them, but for those a reload
+   * keeps. */
+  if (w->shelve) w->shelve(w->build_ud, w);
   for (size_t i = 0; i < w->ninputs; i++) router_input_free(w->inputs[i]);
   router_free(&w->router);
   /* The counts stay for the summary; the sandboxes are gone. */

@@ -35,7 +35,10 @@ typedef struct {
   uint64_t position;
   unsigned piece;
   bool has_from;            /* its sender's address follows its bytes, */
-} work_record;              /* NUL-terminated */
+                            /* NUL-terminated */
+  uint64_t due_us;          /* when it was due (pipeline_set_probe); 0: its
+                               latency counts from the job's read_us */
+} work_record;
 
 typedef struct work_job {
   struct work_job *next;
@@ -97,6 +100,9 @@ struct worker {
   uv_async_t *notify;           /* the loop's: jobs came back */
 
   worker_build_fn build;
+  /* On the thread as it ends, before its router is freed: may take the
+   * sandboxes a reload keeps out of it (sandbox_shelf.h). NULL: none. */
+  void (*shelve)(void *ud, worker *w);
   void *build_ud;
   router router;                /* built on the thread */
   router_output *outputs;       /* its matchers and encoders */

@@ -387,10 +387,12 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     goto fail;
   }
   lua_remove(L, -2);
+  sandbox_watchdog_enter(sb);
   begin_call(sb);
   sb->loading = true;
   rc = lua_pcall(L, 0, 0, SLOT_ERRFUNC);
   end_call(sb);
+  sandbox_watchdog_leave(sb);
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sandbox_result res;
     describe_failure(sb, call_broken(sb), &res);
@@ -589,9 +591,29 @@ static uint64_t thread_cpu_ns(void)
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+const uint64_t sandbox_cpu_bucket_ns[SANDBOX_CPU_BUCKETS - 1] = {
+  1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000, 10000000,
+  100000000,
+};
+
+/* ns of CPU over `calls` calls: they count in their average's bucket. */
+static void count_cpu(sandbox *sb, uint64_t ns, uint64_t calls)
+{
+  uint64_t each;
+  size_t b = 0;
+
+  sb->stats.cpu_ns += ns;
+  if (!calls) return;
+  each = ns / calls;
+  while (b < SANDBOX_CPU_BUCKETS - 1 && each > sandbox_cpu_bucket_ns[b]) b++;
+  sb->stats.cpu_calls[b] += calls;
+}
+
 static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
 {
-  uint64_t cpu = thread_cpu_ns();
+  uint64_t cpu = thread_cpu_ns(), calls = sb->stats.calls;
+
+  sandbox_watchdog_enter(sb);
 
   sb->run.n = n;
   sb->run.i = 0;
@@ -599,7 +621,8 @@ static void run_batch(sandbox *sb, size_t n, const sandbox_each *each)
   sb->run.each = each;
   sb->batch_now_ns = 0;
   run_items(sb);
-  sb->stats.cpu_ns += thread_cpu_ns() - cpu;
+  sandbox_watchdog_leave(sb);
+  count_cpu(sb, thread_cpu_ns() - cpu, sb->stats.calls - calls);
   sb->batch = NULL;
   sb->out = NULL;
   sb->current = NULL;
@@ -645,6 +668,7 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
   sb->origin = origin;
   sb->batch_now_ns = 0;
   cpu = thread_cpu_ns();
+  sandbox_watchdog_enter(sb);
   begin_call(sb);
   sb->stats.calls++;
   lua_pushvalue(sb->L, SLOT_TIMER);
@@ -652,7 +676,8 @@ void sandbox_timer_event(sandbox *sb, int64_t ns, bool shutdown,
   lua_pushboolean(sb->L, shutdown);
   rc = lua_pcall(sb->L, 2, 0, SLOT_ERRFUNC);
   end_call(sb);
-  sb->stats.cpu_ns += thread_cpu_ns() - cpu;
+  sandbox_watchdog_leave(sb);
+  count_cpu(sb, thread_cpu_ns() - cpu, 1);
   if (rc != 0 || call_broken(sb) != SANDBOX_LIMIT_NONE) {
     sb->timer_call = true;
     fail_call(sb, call_broken(sb), res);
@@ -750,6 +775,21 @@ void sandbox_destroy(sandbox *sb)
   free(sb);
 }
 
+void sandbox_detach(sandbox *sb)
+{
+  if (sb->wd) sandbox_watchdog_remove(sb->wd, sb);
+  sb->wd = NULL;
+}
+
+int sandbox_attach(sandbox *sb, sandbox_watchdog *wd)
+{
+  sandbox_detach(sb);
+  if (pthread_getcpuclockid(pthread_self(), &sb->owner_clock) != 0) return -1;
+  sb->wd = wd;
+  if (wd) sandbox_watchdog_add(wd, sb);
+  return 0;
+}
+
 bool sandbox_is_stopped(const sandbox *sb)
 {
   return sb->L == NULL;
@@ -772,6 +812,8 @@ void sandbox_stats_add(sandbox_stats *sum, const sandbox_stats *s)
   sum->stops += s->stops;
   sum->restarts += s->restarts;
   sum->cpu_ns += s->cpu_ns;
+  for (size_t i = 0; i < SANDBOX_CPU_BUCKETS; i++)
+    sum->cpu_calls[i] += s->cpu_calls[i];
   sum->memory += s->memory;
   if (s->memory_peak > sum->memory_peak) sum->memory_peak = s->memory_peak;
 }

@@ -112,6 +112,12 @@ typedef struct {
 /* The size of an array indexed by sandbox_limit. */
 #define SANDBOX_LIMITS (SANDBOX_LIMIT_INPUT + 1)
 
+/* The CPU a call took, as a histogram: the upper bounds of its buckets, in
+ * ns (the last bucket has none: +Inf). A batch's calls count in the bucket
+ * of their average: the clock is read twice a batch, never per item. */
+#define SANDBOX_CPU_BUCKETS 12
+extern const uint64_t sandbox_cpu_bucket_ns[SANDBOX_CPU_BUCKETS - 1];
+
 /* What a sandbox counted since it was created; the caller sums instances.
  * Reading them is a copy, cheap enough to do once a batch. */
 typedef struct {
@@ -130,6 +136,8 @@ typedef struct {
                               restarted after a stop */
   uint64_t cpu_ns;         /* the owning thread's CPU time in its batches
                               and timer_events */
+  uint64_t cpu_calls[SANDBOX_CPU_BUCKETS]; /* calls by CPU per call (not
+                              cumulative): sandbox_cpu_bucket_ns */
   size_t memory, memory_peak; /* bytes its allocator holds now; the most */
 } sandbox_stats;
 
@@ -144,6 +152,13 @@ void sandbox_watchdog_stop(sandbox_watchdog *wd);
 sandbox *sandbox_create(const sandbox_config *cfg, sandbox_watchdog *wd,
                         char *err, size_t errlen);
 void sandbox_destroy(sandbox *sb);
+/* A reload keeps an unchanged plugin's sandbox, its Lua state and all,
+ * for the next pipeline, whose worker threads and watchdog are new:
+ * sandbox_detach leaves the watchdog (before it stops), and
+ * sandbox_attach binds the sandbox to the calling thread's CPU clock and
+ * to wd (NULL: none); -1 when the thread has no CPU clock. */
+void sandbox_detach(sandbox *sb);
+int sandbox_attach(sandbox *sb, sandbox_watchdog *wd);
 
 /* What a batch call tells its caller of each item, in the items' order.
  * begin (NULL: none) runs as item i is taken up, before any of its output:

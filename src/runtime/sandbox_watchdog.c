@@ -9,6 +9,15 @@
  * instruction_limit has the hook armed at the second sighting, to count its
  * instructions from then on. The owning threads never wait for the
  * watchdog; it takes a sandbox's hook_lock only to arm the hook.
+ *
+ * Idle, it sleeps: a tick that finds no sandbox in a batch, timer_event or
+ * load (sandbox_watchdog_enter) announces its sleep, looks once more, and
+ * waits without a timeout until the next sandbox_watchdog_enter wakes it.
+ * The announcement and the sandbox's `active` are sequentially consistent
+ * both ways, so either the second look sees the sandbox, or the sandbox
+ * sees the sleep and wakes it: a collector with nothing to read does not
+ * wake every watchdog_interval_ms. Only the first batch after a sleep pays
+ * for a lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +32,7 @@ struct sandbox_watchdog {
   pthread_mutex_t lock; /* guards list and stop */
   pthread_cond_t wake;
   bool stop;
+  atomic_bool sleeping;
   sandbox *list;
   unsigned interval_ms;
 };
@@ -73,6 +83,43 @@ static void watch(sandbox *sb)
   }
 }
 
+/* Whether a sandbox is in a batch, timer_event or load. Under wd->lock. */
+static bool any_active(sandbox_watchdog *wd)
+{
+  for (sandbox *sb = wd->list; sb; sb = sb->wd_next)
+    if (atomic_load(&sb->active)) return true;
+  return false;
+}
+
+/* Sleeps while no sandbox is active (see the top). Under wd->lock. */
+static void sleep_while_idle(sandbox_watchdog *wd, struct timespec *next)
+{
+  if (any_active(wd)) return;
+  atomic_store(&wd->sleeping, true);
+  while (!wd->stop && !any_active(wd)) pthread_cond_wait(&wd->wake, &wd->lock);
+  atomic_store(&wd->sleeping, false);
+  clock_gettime(CLOCK_MONOTONIC, next);
+}
+
+void sandbox_watchdog_enter(sandbox *sb)
+{
+  sandbox_watchdog *wd = sb->wd;
+
+  if (sb->active_depth++ > 0) return;
+  atomic_store(&sb->active, true);
+  if (wd && atomic_load(&wd->sleeping)) {
+    pthread_mutex_lock(&wd->lock);
+    pthread_cond_signal(&wd->wake);
+    pthread_mutex_unlock(&wd->lock);
+  }
+}
+
+void sandbox_watchdog_leave(sandbox *sb)
+{
+  if (--sb->active_depth == 0)
+    atomic_store_explicit(&sb->active, false, memory_order_release);
+}
+
 static void *watchdog_main(void *arg)
 {
   sandbox_watchdog *wd = arg;
@@ -82,6 +129,7 @@ static void *watchdog_main(void *arg)
   clock_gettime(CLOCK_MONOTONIC, &next);
   pthread_mutex_lock(&wd->lock);
   while (!wd->stop) {
+    sleep_while_idle(wd, &next);
     next.tv_nsec += (long)wd->interval_ms * 1000000L;
     while (next.tv_nsec >= 1000000000L) {
       next.tv_nsec -= 1000000000L;

@@ -14,6 +14,12 @@
  * is read next: it falls below max_read only after a rewind, and reading
  * again skips what the ring says was acknowledged meanwhile. end_id is the
  * next append's.
+ *
+ * A queue that drops its oldest (dq_drop_oldest) moves ack_base past the
+ * segment it drops; the records of it read and not acknowledged then,
+ * which the caller still holds, are ids drop_lo .. drop_hi, of which
+ * held_dropped are not yet settled: an ack of one (it arrived after all),
+ * dq_forget_dropped or a rewind (it will not) settles it.
  */
 #include "disk_queue.h"
 
@@ -27,6 +33,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -42,6 +49,7 @@
 #define RING_FIRST 1024
 #define ACKED 0x80000000u     /* in a ring entry, above the length */
 #define NAME_LEN 32           /* a segment's file name, NUL included */
+#define DROP_LOG_NS (10ull * 1000000000) /* drops logged at most this often */
 /* The cursor file: these lines, then "check %08x\n", the CRC-32 of them,
  * so that a changed digit (which would delete segments, or skip records)
  * is found. Version 1 had no check line. */
@@ -88,6 +96,11 @@ struct disk_queue {
   uint64_t saved_seq, saved_off;
 
   uint64_t bytes, corrupt_records, corrupt_bytes, torn_bytes;
+
+  bool drop_oldest;    /* when_full = "drop_oldest" */
+  uint64_t dropped;    /* records dropped, settled */
+  uint64_t drop_lo, drop_hi, held_dropped;
+  uint64_t drop_logged_ns, dropped_unlogged, segs_unlogged;
 };
 
 static void make_header(unsigned char *h)
@@ -612,6 +625,7 @@ static void dq_free(disk_queue *q)
 }
 
 static void release(disk_queue *q);
+static void delete_head(disk_queue *q);
 
 int dq_open(disk_queue **out, const char *dir, uint64_t max_bytes,
             uint64_t segment_bytes, char *err, size_t errlen)
@@ -769,6 +783,101 @@ static dq_result new_segment(disk_queue *q, char *err, size_t errlen)
   return DQ_OK;
 }
 
+/* ---- dropping the oldest (when_full = "drop_oldest") ---- */
+
+void dq_drop_oldest(disk_queue *q)
+{
+  q->drop_oldest = true;
+}
+
+bool dq_fits(const disk_queue *q, uint64_t bytes)
+{
+  /* Dropping frees every segment but the one appended to. */
+  uint64_t used = q->drop_oldest ? q->segment_bytes : q->bytes;
+
+  return used <= q->max_bytes && bytes <= q->max_bytes - used;
+}
+
+static uint64_t now_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The first drop, then a line every DROP_LOG_NS at most with what was
+ * dropped since: a full buffer drops a segment every few appends. The
+ * records counted include those held in flight, which may yet arrive
+ * (dq_stats counts them once they did not). */
+static void log_drops(disk_queue *q, uint64_t records)
+{
+  uint64_t now = now_ns();
+
+  q->dropped_unlogged += records;
+  q->segs_unlogged++;
+  if (q->drop_logged_ns && now - q->drop_logged_ns < DROP_LOG_NS) return;
+  log_warning("disk queue %s: full (max_bytes %" PRIu64 "); dropped the "
+              "oldest %" PRIu64 " records (%" PRIu64 " of its files)%s "
+              "(when_full = \"drop_oldest\")", q->dir, q->max_bytes,
+              q->dropped_unlogged, q->segs_unlogged,
+              q->drop_logged_ns ? " since the last such line" : "");
+  q->drop_logged_ns = now;
+  q->dropped_unlogged = q->segs_unlogged = 0;
+}
+
+/* Deletes the oldest segment, however much of it is acknowledged: its
+ * unread records are dropped now, those the caller holds once it says
+ * what became of them (the top of the file). */
+static void drop_head(disk_queue *q)
+{
+  uint64_t end = q->segs[0].first_id + q->segs[0].nrecs, now = 0, held = 0;
+
+  for (uint64_t id = q->ack_base; id < end; id++) {
+    uint32_t e = id < q->max_read ? *ring_at(q, id) : 0;
+    if (id < q->max_read && (e & ACKED)) {
+      q->acked_ahead--;
+    } else if (id < q->next_id) {
+      if (!q->held_dropped) q->drop_lo = id;
+      q->held_dropped++;
+      q->drop_hi = id + 1;
+      held++;
+    } else {
+      now++;
+      q->unread--;
+    }
+  }
+  q->dropped += now;
+  q->ack_base = end;
+  if (q->max_read < end) q->max_read = end;
+  if (q->next_id < end) q->next_id = end;
+  delete_head(q);
+  release(q); /* records after it acknowledged out of order */
+  log_drops(q, now + held);
+}
+
+/* A dropped record the caller held: settled now, its fate known. */
+static bool settle_held(disk_queue *q, uint64_t id, bool dropped)
+{
+  if (!q->held_dropped || id < q->drop_lo || id >= q->drop_hi) return false;
+  q->held_dropped--;
+  q->dropped += dropped;
+  return true;
+}
+
+bool dq_forget_dropped(disk_queue *q, uint64_t id)
+{
+  return id < q->ack_base && settle_held(q, id, true);
+}
+
+/* The held dropped records will not come back (a rewind reads from
+ * ack_base on): they count now. */
+static void settle_all_held(disk_queue *q)
+{
+  q->dropped += q->held_dropped;
+  q->held_dropped = 0;
+}
+
 dq_result dq_append(disk_queue *q, const void *data, size_t len, char *err,
                     size_t errlen)
 {
@@ -781,8 +890,12 @@ dq_result dq_append(disk_queue *q, const void *data, size_t len, char *err,
   if (len > DQ_RECORD_MAX || SEG_HEADER + need > q->segment_bytes ||
       SEG_HEADER + need > q->max_bytes)
     return DQ_TOO_BIG;
-  roll = !q->nsegs || q->segs[q->nsegs - 1].size + need > q->segment_bytes;
-  if (q->bytes + need + (roll ? SEG_HEADER : 0) > q->max_bytes) return DQ_FULL;
+  for (;;) {
+    roll = !q->nsegs || q->segs[q->nsegs - 1].size + need > q->segment_bytes;
+    if (q->bytes + need + (roll ? SEG_HEADER : 0) <= q->max_bytes) break;
+    if (!q->drop_oldest || q->nsegs < 2) return DQ_FULL;
+    drop_head(q);
+  }
   if (roll && (r = new_segment(q, err, errlen)) != DQ_OK) return r;
   if (q->pending.len >= WRITE_BYTES && (r = flush(q, err, errlen)) != DQ_OK)
     return r;
@@ -934,7 +1047,11 @@ void dq_ack(disk_queue *q, uint64_t id)
 {
   uint32_t *e;
 
-  if (id < q->ack_base || id >= q->max_read) return;
+  if (id < q->ack_base) {
+    settle_held(q, id, false); /* dropped, and delivered after all */
+    return;
+  }
+  if (id >= q->max_read) return;
   e = ring_at(q, id);
   if (*e & ACKED) return;
   *e |= ACKED;
@@ -945,6 +1062,7 @@ void dq_ack(disk_queue *q, uint64_t id)
 
 void dq_rewind(disk_queue *q)
 {
+  settle_all_held(q);
   for (uint64_t id = q->ack_base; id < q->next_id; id++)
     if (!(*ring_at(q, id) & ACKED)) q->unread++;
   q->next_id = q->ack_base;
@@ -992,6 +1110,7 @@ void dq_stats(const disk_queue *q, dq_stats_t *st)
   st->corrupt_records = q->corrupt_records;
   st->corrupt_bytes = q->corrupt_bytes;
   st->torn_bytes = q->torn_bytes;
+  st->dropped = q->dropped;
 }
 
 int dq_close(disk_queue *q)

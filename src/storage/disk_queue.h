@@ -32,6 +32,19 @@
  * freed space); a record that could never fit (past max_bytes or a
  * segment's size, with their headers) says DQ_TOO_BIG (dead-letter it).
  *
+ * Unless the queue drops its oldest records (dq_drop_oldest, the
+ * operator's when_full = "drop_oldest": an edge box keeps the newest
+ * data): then an append that would pass max_bytes deletes the oldest
+ * segment first, as many times as it takes, and its records not yet
+ * acknowledged count as dropped (dq_stats) and are logged, the first drop
+ * and then at most a line every 10 s with the count. Their inputs moved on
+ * when they were made durable, so nothing else settles them. A dropped
+ * record the caller had read and still holds (in flight) counts as
+ * dropped only if it never comes back: dq_ack of it says the destination
+ * took it after all, and dq_rewind or dq_forget_dropped count the rest,
+ * which will not be read again. The segment being appended to is never
+ * dropped, so max_bytes must be at least twice segment_bytes.
+ *
  * Writing: appends are buffered (64 KiB) and written out when the buffer
  * is full, when a segment fills up, and by dq_sync, which then fdatasyncs
  * them; dq_read sees a record as soon as it is appended. When the disk
@@ -84,6 +97,7 @@
 #ifndef LUMBERJIT_DISK_QUEUE_H
 #define LUMBERJIT_DISK_QUEUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -110,6 +124,7 @@ typedef struct {
   uint64_t corrupt_records; /* cut from earlier segments at open */
   uint64_t corrupt_bytes;
   uint64_t torn_bytes;      /* cut from the end of the last segment */
+  uint64_t dropped;         /* records dropped by dq_drop_oldest's policy */
 } dq_stats_t;
 
 /* Opens (creating it if missing) the queue in dir, locks it and scans it:
@@ -118,6 +133,13 @@ typedef struct {
  * used, another process uses it, or it holds a segment that is not ours. */
 int dq_open(disk_queue **q, const char *dir, uint64_t max_bytes,
             uint64_t segment_bytes, char *err, size_t errlen);
+/* From now on a full queue drops its oldest segment to take an append
+ * (see the top of the file); max_bytes must be at least twice
+ * segment_bytes. */
+void dq_drop_oldest(disk_queue *q);
+/* Whether bytes more, in records, fit now: under max_bytes, or, for a
+ * queue that drops its oldest, in what dropping leaves room for. */
+bool dq_fits(const disk_queue *q, uint64_t bytes);
 /* Appends one record (buffered, not yet durable: see dq_sync). Anything
  * but DQ_OK leaves the record out; DQ_NO_SPACE and DQ_ERROR come from
  * writing out the records appended before it (see the top of the file),
@@ -141,6 +163,10 @@ int dq_read(disk_queue *q, buf *into, uint64_t *id, char *err,
  * read) is ignored. Deletes the segments the acknowledged prefix passed,
  * logging a failed unlink. */
 void dq_ack(disk_queue *q, uint64_t id);
+/* Record id, read and held by the caller, was dropped (see the top of
+ * the file) and will not be handed on: it counts as dropped now. false
+ * when it was not dropped: the caller goes on with it. */
+bool dq_forget_dropped(disk_queue *q, uint64_t id);
 /* Every record read but not acknowledged is unread again, to be read
  * (with its id) in its order; acknowledged ones are not read again. */
 void dq_rewind(disk_queue *q);

@@ -33,7 +33,6 @@ struct spool {
   size_t nunsynced, unsynced_cap;
   char **names;             /* input names of records read back */
   size_t nnames;
-  uint64_t max_bytes;        /* the disk queue's cap */
   uint64_t put_count, acked, lost;
 };
 
@@ -53,7 +52,6 @@ int spool_open(spool **s, const char *dir, uint64_t max_bytes,
     free(sp);
     return -1;
   }
-  sp->max_bytes = max_bytes;
   *s = sp;
   return 0;
 }
@@ -101,11 +99,12 @@ dq_result spool_put(spool *s, const spool_origin *from, void *token,
 bool spool_room(const spool *s, uint64_t records, uint64_t bytes,
                 size_t name_max)
 {
-  dq_stats_t st;
-  uint64_t need = bytes + records * (PER_RECORD + name_max);
+  return dq_fits(s->dq, bytes + records * (PER_RECORD + name_max));
+}
 
-  dq_stats(s->dq, &st);
-  return st.bytes <= s->max_bytes && need <= s->max_bytes - st.bytes;
+void spool_drop_oldest(spool *s)
+{
+  dq_drop_oldest(s->dq);
 }
 
 size_t spool_unsynced(const spool *s)
@@ -178,6 +177,9 @@ static bool unpack(spool *s, spool_origin *from, const char **bytes,
 int spool_front(spool *s, spool_origin *from, const char **bytes,
                 size_t *len, char *err, size_t errlen)
 {
+  /* A front record read before its segment was dropped is gone. */
+  if (s->has_front && dq_forget_dropped(s->dq, s->front_id))
+    s->has_front = false;
   for (;;) {
     if (!s->has_front) {
       int got = dq_read(s->dq, &s->front, &s->front_id, err, errlen);
@@ -204,6 +206,11 @@ void spool_ack(spool *s, uint64_t id)
 {
   s->acked++;
   dq_ack(s->dq, id);
+}
+
+void spool_unsent(spool *s, uint64_t id)
+{
+  dq_forget_dropped(s->dq, id);
 }
 
 void spool_rewind(spool *s)

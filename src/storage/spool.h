@@ -23,7 +23,10 @@
  *               checkpoint reference) and stays held. DQ_FULL or
  *               DQ_NO_SPACE: the disk buffer takes nothing now; hold the
  *               inputs and try again later (never drop). DQ_TOO_BIG: the
- *               record can never fit: dead-letter it.
+ *               record can never fit: dead-letter it. A spool that drops
+ *               its oldest (spool_drop_oldest) is never DQ_FULL: its
+ *               oldest records leave the disk instead, counted
+ *               (disk_queue.h).
  *   durability  spool_sync fsyncs what was put, then hands each token back
  *               through the settle callback (failed NULL): only now may the
  *               input's checkpoint pass the record. DQ_NO_SPACE: the tokens
@@ -83,13 +86,15 @@ typedef struct {
  * locked, scanned). -1 with the reason in err. */
 int spool_open(spool **s, const char *dir, uint64_t max_bytes,
                uint64_t segment_bytes, char *err, size_t errlen);
+/* when_full = "drop_oldest": see dq_drop_oldest. */
+void spool_drop_oldest(spool *s);
 /* Appends one record (buffered until spool_sync); token is held until it
  * is settled. Anything but DQ_OK leaves the record out: see the top. */
 dq_result spool_put(spool *s, const spool_origin *from, void *token,
                     const char *bytes, size_t len, char *err, size_t errlen);
-/* Whether records of so many bytes in all would fit under max_bytes now,
- * the disk queue's headers and ours counted (input names at most
- * name_max bytes). */
+/* Whether records of so many bytes in all would fit now (dq_fits), the
+ * disk queue's headers and ours counted (input names at most name_max
+ * bytes). */
 bool spool_room(const spool *s, uint64_t records, uint64_t bytes,
                 size_t name_max);
 /* Records put and not yet durable. */
@@ -111,6 +116,10 @@ int spool_front(spool *s, spool_origin *from, const char **bytes,
 uint64_t spool_next(spool *s);
 /* The destination took record id: it leaves the disk. */
 void spool_ack(spool *s, uint64_t id);
+/* Record id, handed on, will not be sent in this run (the stop): it stays
+ * on disk for the next, or, dropped meanwhile (spool_drop_oldest), counts
+ * as dropped now. */
+void spool_unsent(spool *s, uint64_t id);
 /* Every record handed on and not acknowledged is read again, in order. */
 void spool_rewind(spool *s);
 /* Records wait on disk to be handed on: new records go behind them. */

@@ -146,7 +146,8 @@ const plugin_type stdin_input_type = {
 };
 
 const plugin_type file_input_type = {
-  .name = "file_input", .role = PLUGIN_INPUT, .flags = PLUGIN_LINES,
+  .name = "file_input", .role = PLUGIN_INPUT,
+  .flags = PLUGIN_LINES | PLUGIN_RESUMES,
   .summary = "reads one file to its end, resuming at its checkpoint",
   .keys = file_keys, .settings_size = sizeof(file_settings),
   .reads_file = file_path, .input = &reader_kind,

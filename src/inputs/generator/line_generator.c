@@ -77,15 +77,18 @@ static unsigned below(line_generator *g, size_t n)
   return (unsigned)(next_random(g) % n);
 }
 
-void line_generator_init(line_generator *g, line_format format, uint64_t seed)
+void line_generator_init(line_generator *g, line_format format,
+                         const char *template, uint64_t seed)
 {
   memset(g, 0, sizeof *g);
   g->format = format;
+  g->template = template;
   g->state = seed;
   g->stamped = (time_t)-1;
 }
 
-const char *const line_format_names[] = {"w1", "syslog", "nginx", NULL};
+const char *const line_format_names[] = {"w1", "syslog", "nginx", "template",
+                                         NULL};
 
 /* The time texts change once a second, not once a line. */
 static void stamp(line_generator *g, time_t now)
@@ -147,13 +150,88 @@ static size_t nginx_line(line_generator *g, char *out)
     below(g, 100000), referrer, PICK(g, agents));
 }
 
+/* The placeholders of a template, in the order template_value takes. */
+static const char *const placeholders[] = {
+  "seq", "iso", "rfc3164", "clf", "word", "host", "program", "pid", "int",
+  "ip", NULL};
+
+/* The placeholder at t (past "%{"), by its index in placeholders; -1: no
+ * known one. *len: its name's length. */
+static int placeholder_at(const char *t, size_t *len)
+{
+  const char *end = strchr(t, '}');
+
+  if (!end) return -1;
+  *len = (size_t)(end - t);
+  for (int i = 0; placeholders[i]; i++)
+    if (strlen(placeholders[i]) == *len && memcmp(placeholders[i], t, *len) == 0)
+      return i;
+  return -1;
+}
+
+int line_template_check(const char *template, char *err, size_t errlen)
+{
+  for (const char *p = strstr(template, "%{"); p; p = strstr(p + 2, "%{")) {
+    size_t len;
+    if (placeholder_at(p + 2, &len) < 0) {
+      snprintf(err, errlen, "the template's '%.*s' is no placeholder (%%{seq}, "
+               "%%{iso}, %%{rfc3164}, %%{clf}, %%{word}, %%{host}, "
+               "%%{program}, %%{pid}, %%{int}, %%{ip})",
+               (int)(strchr(p, '}') ? len + 3 : strlen(p)), p);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Writes placeholder i's value at out (room for `room` bytes); returns
+ * what it wrote, as snprintf does. */
+static int template_value(line_generator *g, int i, char *out, size_t room)
+{
+  switch (i) {
+  case 0: return snprintf(out, room, "%llu", (unsigned long long)g->seq);
+  case 1: return snprintf(out, room, "%s", g->iso);
+  case 2: return snprintf(out, room, "%s", g->rfc3164);
+  case 3: return snprintf(out, room, "%s", g->clf);
+  case 4: return snprintf(out, room, "%s", PICK(g, words));
+  case 5: return snprintf(out, room, "%s", PICK(g, hosts));
+  case 6: return snprintf(out, room, "%s", PICK(g, programs));
+  case 7: return snprintf(out, room, "%u", 1000 + below(g, 50));
+  case 8: return snprintf(out, room, "%u", below(g, 10000));
+  default:
+    return snprintf(out, room, "10.%u.%u.%u", below(g, 256), below(g, 256),
+                    below(g, 256));
+  }
+}
+
+static size_t template_line(line_generator *g, char *out)
+{
+  size_t n = 0, len;
+
+  for (const char *t = g->template; *t && n < LINE_GENERATOR_MAX;) {
+    int i = t[0] == '%' && t[1] == '{' ? placeholder_at(t + 2, &len) : -1;
+    if (i < 0) {
+      out[n++] = *t++;
+      continue;
+    }
+    int w = template_value(g, i, out + n, LINE_GENERATOR_MAX - n);
+    /* A value cut at the end leaves snprintf's NUL: the line ends there. */
+    n += (size_t)w < LINE_GENERATOR_MAX - n ? (size_t)w
+                                              : LINE_GENERATOR_MAX - n - 1;
+    t += len + 3;
+  }
+  return n;
+}
+
 size_t line_generator_next(line_generator *g, char *out, time_t now)
 {
   stamp(g, now);
+  g->seq++;
   switch (g->format) {
   case LINES_W1: return w1_line(g, out);
   case LINES_SYSLOG: return syslog_line(g, out);
   case LINES_NGINX: return nginx_line(g, out);
+  case LINES_TEMPLATE: return template_line(g, out);
   }
   return 0;
 }

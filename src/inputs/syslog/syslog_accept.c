@@ -42,7 +42,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "fd_limit.h"
@@ -305,31 +304,13 @@ static void on_fd_retry(uv_timer_t *t)
   uv_poll_start(&l->server, UV_READABLE, on_acceptable);
 }
 
-/* The socket address to bind, and its length. */
-static socklen_t bind_address(const syslog_listener *l,
-                              const config_syslog *cfg,
-                              struct sockaddr_storage *sa)
-{
-  struct sockaddr_un *sun = (struct sockaddr_un *)sa;
-
-  memset(sa, 0, sizeof *sa);
-  if (l->transport != SYSLOG_UNIX_STREAM) {
-    memcpy(sa, &cfg->sockaddr, sizeof cfg->sockaddr);
-    return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                     : sizeof(struct sockaddr_in);
-  }
-  sun->sun_family = AF_UNIX;
-  memcpy(sun->sun_path, l->path, strlen(l->path) + 1);
-  return sizeof *sun;
-}
-
 /* Binds and listens at once, so an address in use fails the build, with
  * the options uv_tcp_bind would set (SO_REUSEADDR; IPv6 sockets take IPv4
  * too). */
 static int bind_and_listen(syslog_listener *l, const config_syslog *cfg)
 {
   struct sockaddr_storage sa;
-  socklen_t len = bind_address(l, cfg, &sa);
+  socklen_t len = syslog_sockaddr(l, cfg, &sa);
   int on = 1, off = 0;
 
   l->server_fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
@@ -356,9 +337,11 @@ static int bind_and_listen(syslog_listener *l, const config_syslog *cfg)
 int syslog_accept_listen(syslog_listener *l, const config_syslog *cfg,
                          char *why, size_t len)
 {
-  int rc;
+  /* 1: systemd passed the socket, bound and listening (its file is
+   * systemd's, with SocketMode=). */
+  int rc = syslog_adopt(l, cfg, SOCK_STREAM, &l->server_fd);
 
-  if (l->transport == SYSLOG_UNIX_STREAM &&
+  if (rc == 0 && l->transport == SYSLOG_UNIX_STREAM &&
       syslog_clear_socket_path(l->path, SOCK_STREAM, why, len) != 0)
     return -1;
   l->fd_ceiling = fd_limit_ceiling();
@@ -366,8 +349,8 @@ int syslog_accept_listen(syslog_listener *l, const config_syslog *cfg,
   l->fd_retry.data = l;
   l->fd_retry_open = true;
   l->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  rc = bind_and_listen(l, cfg);
-  if (rc == 0) rc = uv_poll_init_socket(loop_of(l), &l->server, l->server_fd);
+  if (rc == 0) rc = bind_and_listen(l, cfg);
+  if (rc >= 0) rc = uv_poll_init_socket(loop_of(l), &l->server, l->server_fd);
   if (rc != 0) {
     snprintf(why, len, "cannot listen on %s: %s", cfg->address,
              uv_strerror(uv_translate_sys_error(-rc)));

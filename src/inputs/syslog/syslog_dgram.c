@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <linux/sock_diag.h>
@@ -58,25 +57,20 @@ static int bind_socket(syslog_dgram *d, const config_syslog *cfg, char *why,
                        size_t len)
 {
   syslog_listener *l = d->l;
-  struct sockaddr_storage bound;
-  socklen_t namelen = sizeof bound;
+  struct sockaddr_storage sa;
+  socklen_t salen = syslog_sockaddr(l, cfg, &sa);
 
-  if (l->transport == SYSLOG_UNIX_DGRAM) {
-    struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    if (syslog_clear_socket_path(l->path, SOCK_DGRAM, why, len) != 0)
-      return -1;
-    memcpy(sun.sun_path, l->path, strlen(l->path) + 1);
-    if (bind(d->fd, (struct sockaddr *)&sun, sizeof sun) != 0) goto fail;
+  if (l->path && syslog_clear_socket_path(l->path, SOCK_DGRAM, why, len) != 0)
+    return -1;
+  if (bind(d->fd, (struct sockaddr *)&sa, salen) != 0) goto fail;
+  if (l->path) {
     l->bound_path = true;
     if (chmod(l->path, cfg->socket_mode) != 0) goto fail;
     return 0;
   }
-  if (bind(d->fd, (const struct sockaddr *)&cfg->sockaddr,
-           cfg->sockaddr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                               : sizeof(struct sockaddr_in)) != 0)
-    goto fail;
-  if (getsockname(d->fd, (struct sockaddr *)&bound, &namelen) == 0)
-    syslog_bound_address(l, (struct sockaddr *)&bound);
+  salen = sizeof sa;
+  if (getsockname(d->fd, (struct sockaddr *)&sa, &salen) == 0)
+    syslog_bound_address(l, (struct sockaddr *)&sa);
   return 0;
 fail:
   snprintf(why, len, "cannot listen on %s: %s", cfg->address, strerror(errno));
@@ -89,6 +83,7 @@ int syslog_dgram_open(syslog_listener *l, const config_syslog *cfg,
   syslog_dgram *d = calloc(1, sizeof *d);
   int family = l->transport == SYSLOG_UNIX_DGRAM ? AF_UNIX
                                                  : cfg->sockaddr.ss_family;
+  int passed;
 
   if (!d || !(d->slots = malloc((size_t)SYSLOG_DGRAM_BATCH *
                                 SYSLOG_DGRAM_SIZE))) {
@@ -98,10 +93,14 @@ int syslog_dgram_open(syslog_listener *l, const config_syslog *cfg,
   }
   l->dgram = d;
   d->l = l;
-  d->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  d->fd = -1;
+  /* 1: systemd passed the socket, bound (its file is systemd's). */
+  passed = syslog_adopt(l, cfg, SOCK_DGRAM, &d->fd);
+  if (passed == 0)
+    d->fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (d->fd < 0) {
     snprintf(err, errlen, "cannot make a socket for %s: %s", cfg->address,
-             strerror(errno));
+             strerror(passed < 0 ? -passed : errno));
     return -1;
   }
   size_buffer(d->fd, cfg->receive_buffer);
@@ -111,7 +110,7 @@ int syslog_dgram_open(syslog_listener *l, const config_syslog *cfg,
     d->msgs[i].msg_hdr = (struct msghdr){
       .msg_name = &d->senders[i], .msg_iov = &d->iov[i], .msg_iovlen = 1};
   }
-  return bind_socket(d, cfg, err, errlen);
+  return passed ? 0 : bind_socket(d, cfg, err, errlen);
 }
 
 static void on_message(void *ud, const char *bytes, size_t len, unsigned piece)
@@ -247,6 +246,11 @@ void syslog_dgram_hold(syslog_dgram *d, bool hold)
   d->held = hold;
   if (hold) uv_poll_stop(&d->poll);
   else uv_poll_start(&d->poll, UV_READABLE, on_readable);
+}
+
+int syslog_dgram_socket(const syslog_dgram *d)
+{
+  return d->fd;
 }
 
 void syslog_dgram_drain(syslog_dgram *d)

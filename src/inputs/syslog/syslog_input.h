@@ -74,7 +74,10 @@
  * peer closing would.
  *
  * Sockets are bound while the pipeline is built, so an address in use
- * fails the start, before anything runs.
+ * fails the start, before anything runs. A socket systemd passed for the
+ * address (socket activation, systemd_listen.h: the same type and bound
+ * address) is taken instead of bound; its Unix socket file, being
+ * systemd's, keeps its mode and stays at the end.
  */
 #ifndef LUMBERJIT_SYSLOG_INPUT_H
 #define LUMBERJIT_SYSLOG_INPUT_H

@@ -349,6 +349,7 @@ static void tail_source_finished(pl_input *pi, pl_source *src)
   }
   if (t->nwaiting > 0) tail_schedule_scan(t); /* a slot is free */
 }
+
 static int tail_build(pl_input *pi, const config_plugin *p, char *err,
                       size_t errlen)
 {
@@ -362,6 +363,7 @@ static int tail_build(pl_input *pi, const config_plugin *p, char *err,
   }
   pl_input_spread(pi);
   t = tail_create(pi, cfg, err, errlen);
+  if (t) t->continues = p->continues;
   pl_input_set_state(pi, t);
   return t ? 0 : -1;
 }

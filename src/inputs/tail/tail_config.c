@@ -109,7 +109,8 @@ static const config_key tail_keys[] = {
 };
 
 const plugin_type tail_input_type = {
-  .name = "tail_input", .role = PLUGIN_INPUT, .flags = PLUGIN_LINES,
+  .name = "tail_input", .role = PLUGIN_INPUT,
+  .flags = PLUGIN_LINES | PLUGIN_RESUMES,
   .summary = "follows the files glob patterns match, through rotation and "
              "restarts",
   .keys = tail_keys, .settings_size = sizeof(config_tail),

@@ -289,7 +289,9 @@ void tail_found_truncated(tail *t, tail_file *f)
 
 void tail_scan_start(tail *t)
 {
-  t->first_scan = true;
+  /* After a reload the files the scan finds are not where a run starts:
+   * those without a checkpoint are new. */
+  t->first_scan = !t->continues;
   scan(t);
   uv_timer_start(&t->scan, on_scan_timer, t->cfg.scan_interval_ms,
                  t->cfg.scan_interval_ms);

@@ -327,7 +327,8 @@ static const config_key kafka_keys[] = {
    .help = "what librdkafka's records may take in memory"},
   {"disk_buffer", KEY_CUSTOM, 0, .read = read_disk_buffer,
    .free = free_disk_buffer, .value = "table",
-   .help = "{ path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }: "
+   .help = "{ path =, max_bytes = (1 GiB), segment_bytes = (16 MiB), "
+           "when_full = (\"hold\") }: "
            "where records go while the brokers are away"},
   {"max_bytes_per_second", KEY_COUNT, K(bytes_per_second), "0", 0, 1e15,
    .help = "a cap on the bytes produced (0: none)"},

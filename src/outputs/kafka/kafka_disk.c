@@ -28,6 +28,8 @@
 /* Room left, for each record librdkafka holds, for its input's name and
  * head (kafka_head.h) (kafka_keep_held). */
 #define NAME_AND_HEAD 64
+/* kafka_keep_held logs at most this often. */
+#define HELD_LOG_NS (10ull * 1000000000)
 
 static void put_le(buf *b, uint64_t v, int n)
 {
@@ -109,6 +111,8 @@ produce_result kafka_send_from_disk(kafka_output *k)
 {
   char err[256];
 
+  /* A stashed record read before its segment was dropped is gone. */
+  if (k->stashed && dq_forget_dropped(k->dq, k->stash_id)) k->stashed = false;
   for (;;) {
     output_record r;
     const char *bytes, *why = NULL;
@@ -291,7 +295,10 @@ void kafka_keep_purged(kafka_output *k, slot *s, const rd_kafka_message_t *m)
   bool kept;
 
   if (s->from_disk) {
+    /* Moving, it is read again after the rewind; at the stop it stays on
+     * disk for the next run, unless the full disk buffer dropped it. */
     if (k->moving) k->moved_from_disk = true;
+    else dq_forget_dropped(k->dq, s->dq_id);
     return;
   }
   if (!k->moving) rec->len = 0;
@@ -357,14 +364,12 @@ static void spill_moved(kafka_output *k)
  * or 0. */
 static uint64_t move_held(kafka_output *k)
 {
-  dq_stats_t st;
   uint64_t spilled = k->spilled, need;
 
-  dq_stats(k->dq, &st);
   need = k->direct_bytes +
          k->direct_in_flight * (SPILL_OVERHEAD + NAME_AND_HEAD);
   if (k->direct_in_flight == 0 || k->direct_behind || k->nunsynced > 0 ||
-      st.bytes > k->buffer_max || need > k->buffer_max - st.bytes)
+      !dq_fits(k->dq, need))
     return 0;
   k->moving = true;
   rdk.rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
@@ -391,10 +396,24 @@ static uint64_t move_held(kafka_output *k)
  * cannot send it again) and the inputs' checkpoints move past it. */
 void kafka_keep_held(kafka_output *k)
 {
-  uint64_t moved = move_held(k);
+  uint64_t moved = move_held(k), now = uv_hrtime();
 
-  if (moved)
-    log_warning("%s: every broker is down; the %" PRIu64 " records librdkafka "
-            "held are in the disk buffer, and new records go behind them",
-            k->o->name, moved);
+  if (!moved) return;
+  /* While the brokers stay down, records the queue hands librdkafka meanwhile
+   * move too, a few every poll: one line, then one every HELD_LOG_NS
+   * at most, says how many. */
+  k->held_unlogged += moved;
+  k->held_moves_unlogged++;
+  if (k->held_logged_ns && now - k->held_logged_ns < HELD_LOG_NS) return;
+  if (k->held_moves_unlogged > 1)
+    log_warning("%s: every broker is down; %" PRIu64 " more records "
+                "librdkafka held went to the disk buffer in %" PRIu64
+                " moves, and new records go behind them", k->o->name,
+                k->held_unlogged, k->held_moves_unlogged);
+  else
+    log_warning("%s: every broker is down; the %" PRIu64 " records "
+                "librdkafka held are in the disk buffer, and new records go "
+                "behind them", k->o->name, k->held_unlogged);
+  k->held_logged_ns = now;
+  k->held_unlogged = k->held_moves_unlogged = 0;
 }

@@ -635,13 +635,14 @@ static void stats(const output_sink *o, output_tx_stats *st)
 
   *st = (output_tx_stats){k->produced, k->delivered, k->rejected,
                           k->in_flight, k->held_bytes, k->dq != NULL, 0, 0,
-                          k->spilled, k->from_disk, {0}, 0, 0};
+                          k->spilled, k->from_disk, {0}, 0, 0, 0};
   latency_report(&k->latency, st->latency_ms);
   if (k->dq) {
     dq_stats_t ds;
     dq_stats(k->dq, &ds);
     st->disk_records = ds.records;
     st->disk_bytes = ds.bytes;
+    st->disk_dropped = ds.dropped;
   }
 }
 
@@ -791,6 +792,7 @@ static int open_disk_buffer(kafka_output *k, const config_kafka *cfg,
               err, errlen) != 0)
     return -1;
   k->buffer_max = cfg->buffer.max_bytes;
+  if (cfg->buffer.when_full == DISK_BUFFER_DROP_OLDEST) dq_drop_oldest(k->dq);
   dq_stats(k->dq, &st);
   if (st.records > 0) {
     log_msg("%s: the disk buffer %s holds %" PRIu64 " records (%" PRIu64

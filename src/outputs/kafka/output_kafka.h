@@ -38,7 +38,10 @@
  *                .messages follow from it (as a backstop; the output
  *                stops handing records on first). Compression's codec
  *                adds its working memory per broker (zstd about 4 MiB).
- *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
+ *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB),
+ *                when_full = ("hold") }: when full, it holds the inputs, or
+ *                with "drop_oldest" drops its oldest records, counted
+ *                (config_disk_buffer.h);
  *                where records go once librdkafka holds what memory_bytes
  *                lets it (a broker outage); path defaults to
  *                state_dir/kafka-NAME.

@@ -3,7 +3,9 @@
  * resolving the address, connecting within connect_timeout_ms, the TLS
  * handshake, writing what the output hands on, and reading, which is how
  * a receiver that closed or died is noticed (a syslog receiver sends
- * nothing else) before more records are written into a dead socket.
+ * nothing else) before more records are written into a dead socket. A
+ * receiver behind a blackholed path neither closes nor reads: a write
+ * the kernel takes nothing of for send_timeout_ms breaks the connection.
  *
  * Writes go out with uv_try_write as far as the kernel takes them; the
  * rest goes to one uv_write, and nothing is added to the connection's
@@ -39,6 +41,11 @@ void so_conn_drop(syslog_output *so, const char *why)
   so_conn *c = so->conn;
 
   if (!c) return;
+  /* libuv wrote part of a pending write before it stalled: the records
+   * whose bytes the kernel took are delivered, not to be sent again. */
+  if (c->writing && c->ready)
+    so_written(so, c->wire_base + c->wire_head + c->writing_len -
+                       uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
   so->conn = NULL;
   uv_timer_stop(&so->deadline);
   /* A pending connect or write is cancelled: its callback finds the
@@ -341,6 +348,34 @@ static void compact(so_conn *c)
   c->wire_head = 0;
 }
 
+/* A pending write is watched a quarter of send_timeout_ms at a time:
+ * libuv says how much of it is left, not when the kernel took some. */
+static void on_stuck(uv_timer_t *t)
+{
+  syslog_output *so = t->data;
+  so_conn *c = so->conn;
+  size_t left;
+
+  if (!c || !c->writing) return;
+  left = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+  if (left < c->stuck_bytes) {
+    c->stuck_bytes = left;
+    c->stuck_since_ms = uv_now(so->loop);
+  } else if (uv_now(so->loop) - c->stuck_since_ms >= so->send_timeout_ms) {
+    so_conn_drop(so, "the receiver took nothing within send_timeout_ms");
+  }
+}
+
+static void watch_write(syslog_output *so, so_conn *c)
+{
+  uint64_t every = so->send_timeout_ms / 4 ? so->send_timeout_ms / 4 : 1;
+
+  if (!so->send_timeout_ms) return;
+  c->stuck_bytes = c->writing_len;
+  c->stuck_since_ms = uv_now(so->loop);
+  uv_timer_start(&so->deadline, on_stuck, every, every);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
   so_conn *c = req->data;
@@ -348,6 +383,7 @@ static void on_written(uv_write_t *req, int status)
 
   c->writing = false;
   if (so->conn != c) return;
+  uv_timer_stop(&so->deadline);
   if (status < 0) {
     so_conn_drop(so, uv_strerror(status));
     return;
@@ -397,5 +433,6 @@ bool so_conn_flush(syslog_output *so)
     return true;
   }
   c->writing = true;
+  if (c->ready) watch_write(so, c);
   return false;
 }

@@ -65,6 +65,18 @@ void so_wake_later(syslog_output *so, uint64_t ms)
     uv_timer_start(&so->later, on_later, ms, 0);
 }
 
+bool so_cap_allows(syslog_output *so, size_t len)
+{
+  uint64_t wait_ms;
+
+  if (rate_cap_allows(&so->cap, len, uv_hrtime(), &wait_ms)) {
+    rate_cap_spend(&so->cap, len);
+    return true;
+  }
+  so_wake_later(so, wait_ms ? wait_ms : 1);
+  return false;
+}
+
 void so_refuse(syslog_output *so, const output_record *r, const char *bytes,
                size_t len, const char *why)
 {
@@ -156,7 +168,7 @@ static void stats(const output_sink *o, output_tx_stats *st)
   *st = (output_tx_stats){so->sent, so->delivered, so->refused,
                           so->nents - so->ent_head, 0, so->spool != NULL, 0,
                           0, 0, so->from_disk, {0}, so->connects,
-                          so->connect_failures};
+                          so->connect_failures, 0};
   if (so->nents > so->ent_head)
     st->in_flight_bytes = so->plain.len - so->ents[so->ent_head].start;
   latency_report(&so->latency, st->latency_ms);
@@ -166,6 +178,7 @@ static void stats(const output_sink *o, output_tx_stats *st)
     st->disk_records = ss.dq.records;
     st->disk_bytes = ss.dq.bytes;
     st->disk_put = ss.put;
+    st->disk_dropped = ss.dq.dropped;
   }
 }
 
@@ -261,6 +274,8 @@ static int open_spool(syslog_output *so, const syslog_output_config *cfg,
   if (spool_open(&so->spool, dir, cfg->buffer.max_bytes,
                  cfg->buffer.segment_bytes, err, errlen) != 0)
     return -1;
+  if (cfg->buffer.when_full == DISK_BUFFER_DROP_OLDEST)
+    spool_drop_oldest(so->spool);
   spool_stats(so->spool, &st);
   if (st.dq.records > 0) {
     log_msg("%s: the disk buffer %s holds %" PRIu64 " records (%" PRIu64
@@ -298,6 +313,8 @@ int syslog_output_open(output_sink *o, uv_loop_t *loop, const char *name,
   so->backoff_min_ms = so->backoff_ms = cfg->reconnect_min_ms;
   so->backoff_max_ms = cfg->reconnect_max_ms;
   so->connect_timeout_ms = cfg->connect_timeout_ms;
+  so->send_timeout_ms = cfg->send_timeout_ms;
+  rate_cap_init(&so->cap, cfg->bytes_per_second, 0, uv_hrtime());
   so->loop = loop;
   output_open_transport(o, loop, name, &syslog_transport, so, ev);
   so->o = o;

@@ -27,6 +27,17 @@
  *   connect_timeout_ms
  *                how long a connection (and its TLS handshake) may take:
  *                10 s by default.
+ *   send_timeout_ms
+ *                how long a connection may take none of the bytes it has to
+ *                send (60 s by default; 0: no limit) before it counts as
+ *                broken: a receiver behind a blackholed path accepts and
+ *                then answers nothing, and only a timeout reveals it. A
+ *                slow receiver that takes some bytes is waited for.
+ *   max_bytes_per_second
+ *                a cap on the bytes sent (framing included; 0, the default:
+ *                none), for an uplink whose budget is shared or paid by
+ *                the byte: records wait in the queue, and then the disk
+ *                buffer, while the cap holds them (rate_cap.h).
  *   tls_ca       TLS: the PEM file of the authorities the server's
  *                certificate must chain to (default: the system's).
  *   tls_cert, tls_key
@@ -34,7 +45,10 @@
  *   tls_server_name
  *                TLS: the name (or IP address) the server's certificate
  *                must carry; default the address's HOST. Sent as SNI.
- *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }:
+ *   disk_buffer  { path =, max_bytes = (1 GiB), segment_bytes = (16 MiB),
+ *                when_full = ("hold") }: when full, it holds the inputs, or
+ *                with "drop_oldest" drops its oldest records, counted
+ *                (config_disk_buffer.h);
  *                where records go while the receiver is away (spool.h);
  *                path defaults to state_dir/syslog-NAME.
  *   encoder, message_matcher, flush_bytes: as every output's. The record's
@@ -104,6 +118,8 @@ typedef struct syslog_output_config {
   char *host, *port;          /* as in the address, [] taken off */
   so_framing framing;
   uint64_t reconnect_min_ms, reconnect_max_ms, connect_timeout_ms;
+  uint64_t send_timeout_ms;   /* 0: none */
+  uint64_t bytes_per_second;  /* 0: none */
   char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
   config_disk_buffer buffer;
 } syslog_output_config;

@@ -191,6 +191,11 @@ static const config_key syslog_keys[] = {
   {"connect_timeout_ms", KEY_COUNT, S(connect_timeout_ms), "10000", 1,
    3600000, .help = "a connection (and its TLS handshake) not up by then "
                     "is given up"},
+  {"send_timeout_ms", KEY_COUNT, S(send_timeout_ms), "60000", 0, 3600000,
+   .help = "a connection that takes none of its bytes for this long is "
+           "broken (0: never)"},
+  {"max_bytes_per_second", KEY_COUNT, S(bytes_per_second), "0", 0, 1e15,
+   .help = "a cap on the bytes sent, framing included (0: none)"},
   {"tls_ca", KEY_STRING, S(tls_ca),
    .help = "PEM certificate authorities the receiver's certificate is "
            "checked against (default: the system's)"},
@@ -202,7 +207,8 @@ static const config_key syslog_keys[] = {
            "address's host)"},
   {"disk_buffer", KEY_CUSTOM, 0, .read = read_disk_buffer,
    .free = free_disk_buffer, .value = "table",
-   .help = "{ path =, max_bytes = (1 GiB), segment_bytes = (16 MiB) }: "
+   .help = "{ path =, max_bytes = (1 GiB), segment_bytes = (16 MiB), "
+           "when_full = (\"hold\") }: "
            "where records go while the receiver is away"},
   {NULL}
 };

@@ -87,7 +87,7 @@ static bool spill(syslog_output *so, const output_record *r,
   switch (res) {
   case DQ_OK:
     so->full_logged = false;
-    if (!so->spool_logged)
+    if (!so->spool_logged && !so->quiet)
       so_log_backlog(so, "the receiver is away; records go to the disk "
                      "buffer");
     so->spool_logged = true;
@@ -169,7 +169,7 @@ void so_move_held(syslog_output *so)
   so->nents = first;
   if (so->ent_encoded > first) so->ent_encoded = first;
   so_sync_spilled(so);
-  if (moved) {
+  if (moved && !so->quiet) {
     char what[128];
     snprintf(what, sizeof what, "the %" PRIu64 " records the connection "
              "held are in the disk buffer", moved);
@@ -182,7 +182,7 @@ void so_note_backlog(syslog_output *so)
 {
   spool_stats_t st;
 
-  if (!so->spool || !so->spool_logged) return;
+  if (!so->spool || !so->spool_logged || so->quiet) return;
   spool_stats(so->spool, &st);
   if (st.dq.records > 0) return;
   so->spool_logged = false;

@@ -18,6 +18,9 @@
 #include "log.h"
 #include "syslog_internal.h"
 
+/* A flapping path's breaks are logged at most this often. */
+#define FLAP_LOG_MS 10000
+
 /* Bytes handed to the connection and not yet taken by the kernel: enough
  * to keep the socket's buffer full, small enough to resend. */
 #define IN_FLIGHT_BYTES (256u << 10)
@@ -63,8 +66,19 @@ static size_t in_flight_bytes(const syslog_output *so)
              ? so->plain.len - so->ents[so->ent_head].start : 0;
 }
 
-/* Takes records while the connection's share is not full: the disk
- * buffer's while it has any, then the queue's. Whether it took any. */
+/* The bytes a record of len takes on the wire, framing included. */
+static size_t framed(const syslog_output *so, size_t len)
+{
+  char prefix[24];
+
+  return so->framing == SO_OCTET_COUNTING
+             ? len + (size_t)snprintf(prefix, sizeof prefix, "%zu ", len)
+             : len;
+}
+
+/* Takes records while the connection's share is not full and the cap
+ * lets them go: the disk buffer's while it has any, then the queue's.
+ * Whether it took any. */
 static bool fill(syslog_output *so)
 {
   output_sink *o = so->o;
@@ -83,7 +97,8 @@ static bool fill(syslog_output *so)
         return false;
       }
       if (got > 0) {
-        if (!add_entry(so, bytes + from.head, len - from.head, NULL, true, 0))
+        if (!so_cap_allows(so, framed(so, len - from.head)) ||
+            !add_entry(so, bytes + from.head, len - from.head, NULL, true, 0))
           break;
         so->ents[so->nents - 1].dq_id = spool_next(so->spool);
         took = true;
@@ -91,7 +106,9 @@ static bool fill(syslog_output *so)
       }
     }
     if (!(r = output_front(o, &bytes, &len))) break;
-    if (!add_entry(so, bytes + r->head, len - r->head, r, false, 0)) break;
+    if (!so_cap_allows(so, framed(so, len - r->head)) ||
+        !add_entry(so, bytes + r->head, len - r->head, r, false, 0))
+      break;
     output_take(o);
     took = true;
   }
@@ -111,7 +128,13 @@ static bool encode(syslog_output *so)
     total = so_conn_push(so, so->plain.data + start,
                          so->ents[last].end - start);
     if (!total) return false;
-    for (size_t i = first; i <= last; i++) so->ents[i].wire_end = total;
+    /* Plain TCP's bytes are the records' own, so each is settled once the
+     * kernel took its last byte; TLS's only with the TLS record holding
+     * it. A connection that breaks inside a push then sends again only
+     * what the kernel did not take. */
+    for (size_t i = first; i <= last; i++)
+      so->ents[i].wire_end =
+          so->tls ? total : total - (so->ents[last].end - so->ents[i].end);
     so->ent_encoded = last + 1;
   }
   return true;
@@ -155,6 +178,26 @@ static void compact(syslog_output *so)
   so->ent_head = 0;
 }
 
+/* Once a flapping path was quiet for FLAP_LOG_MS, one line says where it
+ * is now and how many breaks went untold. */
+static void tell_flaps(syslog_output *so)
+{
+  if (!so->quiet || uv_now(so->loop) - so->down_logged_ms < FLAP_LOG_MS)
+    return;
+  if (so->away)
+    log_warning("%s: %s: still away after %" PRIu64 " more broken "
+                "connections; reconnecting with back-off", so->name,
+                so->address, so->breaks_unlogged);
+  else
+    log_msg("%s: connected to %s; sending again, after %" PRIu64 " more "
+            "broken connections", so->name, so->address,
+            so->breaks_unlogged);
+  so->quiet = false;
+  so->breaks_unlogged = 0;
+  so->down_logged_ms = uv_now(so->loop);
+  if (so->spool) so_note_backlog(so);
+}
+
 void so_written(syslog_output *so, uint64_t written)
 {
   uint64_t now_ns = uv_hrtime();
@@ -176,11 +219,12 @@ void so_written(syslog_output *so, uint64_t written)
   }
   if (disk_acked) so_note_backlog(so);
   compact(so);
+  tell_flaps(so);
 }
 
 void so_up(syslog_output *so)
 {
-  if (so->away || so->connects == 0)
+  if ((so->away || so->connects == 0) && !so->quiet)
     log_msg("%s: connected to %s%s", so->name, so->address,
             so->away ? "; sending again" : "");
   so->away = false;
@@ -195,12 +239,22 @@ void so_down(syslog_output *so, const char *why)
   so->ent_encoded = so->ent_head;
   so->udp_ready = false;
   if (!so->away && !so->stopped) {
-    log_warning("%s: %s: %s; %" PRIu64 " records wait to be sent again; "
-            "reconnecting with back-off (%" PRIu64 " ms to %" PRIu64 " ms)",
-            so->name, so->address, why, (uint64_t)(so->nents - so->ent_head),
-            so->backoff_min_ms, so->backoff_max_ms);
+    /* A break within FLAP_LOG_MS of the last one told is counted, and
+     * told by tell_flaps. */
+    if (so->down_logged_ms &&
+        uv_now(so->loop) - so->down_logged_ms < FLAP_LOG_MS) {
+      so->quiet = true;
+      so->breaks_unlogged++;
+    } else {
+      log_warning("%s: %s: %s; %" PRIu64 " records wait to be sent again; "
+              "reconnecting with back-off (%" PRIu64 " ms to %" PRIu64 " ms)",
+              so->name, so->address, why, (uint64_t)(so->nents - so->ent_head),
+              so->backoff_min_ms, so->backoff_max_ms);
+      so->down_logged_ms = uv_now(so->loop);
+    }
     so->away = true;
   }
+  tell_flaps(so);
   if (so->spool && !so->stopped) so_move_held(so);
   so_conn_backoff(so);
   so_wake(so);
@@ -214,7 +268,9 @@ void so_drop_entries(syslog_output *so,
     so_entry *e = &so->ents[i];
     /* One from the disk buffer stays there, unacknowledged: the next run
      * reads it again. */
-    if (!e->from_disk)
+    if (e->from_disk)
+      spool_unsent(so->spool, e->dq_id);
+    else
       fn(so, e, so->plain.data + e->start + e->prefix,
          e->end - e->start - e->prefix);
   }

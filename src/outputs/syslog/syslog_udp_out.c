@@ -68,6 +68,7 @@ static bool send_from_disk(syslog_output *so)
       return false;
     }
     if (got == 0) break;
+    if (!so_cap_allows(so, len - from.head)) return false;
     res = send_one(so, bytes + from.head, len - from.head, why, sizeof why);
     if (stops(so, res, why)) return false;
     spool_ack(so->spool, spool_next(so->spool));
@@ -100,7 +101,7 @@ bool so_udp_send(syslog_output *so)
     const output_record *r = output_front(o, &bytes, &len);
     output_record rec;
     udp_result res;
-    if (!r) return true;
+    if (!r || !so_cap_allows(so, len - r->head)) return true;
     rec = *r;
     res = send_one(so, bytes + rec.head, len - rec.head, why, sizeof why);
     if (stops(so, res, why)) return false;

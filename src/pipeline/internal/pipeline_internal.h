@@ -47,6 +47,8 @@ typedef struct {
   const char *name;
   const config_plugin *cfg;  /* while building only */
   uint64_t ticker_interval_ms; /* 0: no timer_event */
+  bool kept;                 /* a reload keeps its sandboxes: no last
+                                timer_event */
   uv_timer_t tick;           /* started when ticker_interval_ms */
   pipeline *pl;
   router_filter_counts counts; /* added up as jobs come back */
@@ -95,6 +97,13 @@ struct pl_input {
   char failure[512];         /* why it failed to start or read; "": not */
 };
 
+/* A sandboxed plugin and what it is (sandbox_shelf.h: shelf_digest). */
+typedef struct {
+  config_role role;
+  const char *name;          /* kept */
+  uint64_t digest;
+} pl_digest;
+
 /* The pipeline keeps its own copies of the config's names and settings
  * (`kept`): queued records point to input names, and a reload will replace
  * the config while they wait. The config is read only while building. */
@@ -106,6 +115,11 @@ struct pipeline {
   unsigned stop_timeout_ms, checkpoint_interval_ms;
   bool checkpointing;
   sandbox_watchdog *wd;
+  pl_digest *digests;        /* of its decoders, encoders and filters */
+  size_t ndigests;
+  /* Stopping for a reload: the workers' sandboxes go on the shelf, and
+   * the filters kept_filters marks get no last timer_event. */
+  bool keep_sandboxes;
   pl_input *inputs;
   size_t ninputs, running;
   size_t ninputs_max;        /* room in inputs: the config's plugins */
@@ -147,6 +161,7 @@ struct pipeline {
   uint64_t unrouted, routed_dead_letters; /* counted by the jobs */
   uint64_t routed_dead_letter_bytes;
   uint64_t records_lost;     /* no memory to take them from the input */
+  pipeline_probe probe;      /* a benchmark's (pipeline_set_probe) */
   uint64_t pauses;
   uint64_t paused_since, paused_ns; /* uv_hrtime */
   run_stats stats;           /* the figures of the log (run_stats.h) */

@@ -97,6 +97,10 @@ struct sandbox {
   clockid_t owner_clock;       /* CPU clock of the owning thread */
   atomic_uint_fast64_t call_seq; /* bumped at each call start */
   atomic_bool in_call;
+  atomic_bool active;          /* in a batch, timer_event or load: the
+                                  watchdog must not sleep (sandbox_watchdog
+                                  _enter) */
+  unsigned active_depth;       /* owner only: a load within a batch */
   atomic_bool hook_armed;
   atomic_uint_fast64_t armed_seq; /* the call the hook was armed in */
   atomic_uint_fast64_t stop_seq; /* watchdog: stop this call for CPU */
@@ -238,5 +242,10 @@ void sandbox_items_refuse(sandbox *sb, const sandbox_result *res);
 /* sandbox_watchdog.c */
 void sandbox_watchdog_add(sandbox_watchdog *wd, sandbox *sb);
 void sandbox_watchdog_remove(sandbox_watchdog *wd, sandbox *sb);
+/* Around a batch, a timer_event or a load of the plugin (nested: a
+ * rebuild within a batch), on the owner thread: the watchdog, which sleeps
+ * while no sandbox is in one, watches the calls in between. */
+void sandbox_watchdog_enter(sandbox *sb);
+void sandbox_watchdog_leave(sandbox *sb);
 
 #endif

@@ -69,6 +69,10 @@ typedef struct {
   uint64_t idle_timeout_ms, receive_buffer;
   char *path;               /* unix sockets: removed at the end */
   bool bound_path;          /* the socket file is ours to remove */
+  const char *passed;       /* the name of the socket systemd passed it
+                               (systemd_listen.h); NULL: bound here */
+  bool handed_over;         /* its socket is the last pipeline's, kept
+                               through a reload */
   char address[128];        /* as configured, then as bound (real port) */
   tls_server *tls;
 
@@ -139,6 +143,14 @@ void syslog_malformed(syslog_listener *l, const char *from, uint64_t position,
                       const char *bytes, size_t len, const char *reason);
 /* A socket address as text: "127.0.0.1", "::1" (IPv4-mapped as IPv4). */
 void syslog_addr_text(const struct sockaddr *sa, char *out, size_t len);
+/* The socket address of the listener's address, and its length. */
+socklen_t syslog_sockaddr(const syslog_listener *l, const config_syslog *cfg,
+                          struct sockaddr_storage *sa);
+/* Takes the socket of `type` systemd passed for the listener's address,
+ * if it did (systemd_listen.h): 1 with it in *fd (l->address then says
+ * where it is bound), 0 when it passed none, -errno when it could not. */
+int syslog_adopt(syslog_listener *l, const config_syslog *cfg, int type,
+                 int *fd);
 /* l->address from the address bound: "tcp://127.0.0.1:41234". */
 void syslog_bound_address(syslog_listener *l, const struct sockaddr *sa);
 /* A socket file left by a process that is gone is removed; a live one,
@@ -187,6 +199,8 @@ int syslog_dgram_start(syslog_listener *l, char *err, size_t errlen);
 void syslog_dgram_hold(syslog_dgram *d, bool hold);
 /* Stopping: reads what the kernel holds, then finishes the source. */
 void syslog_dgram_drain(syslog_dgram *d);
+/* Its socket's descriptor (-1: none). */
+int syslog_dgram_socket(const syslog_dgram *d);
 /* The source finished, or the pipeline is torn down: closes the socket. */
 void syslog_dgram_close(syslog_dgram *d);
 bool syslog_dgram_closed(const syslog_dgram *d);

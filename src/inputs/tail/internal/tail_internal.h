@@ -80,6 +80,7 @@ struct tail {
   truncated_file truncated[TRUNCATED_KEPT]; /* a ring */
   size_t ntruncated;
   bool handles, first_scan, stopping, warned_slots, warned_fds;
+  bool continues;            /* config_plugin's: after a reload */
 };
 
 /* tail.c: a file's descriptor and slot, and its reading. */

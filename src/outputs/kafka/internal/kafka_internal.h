@@ -116,6 +116,8 @@ typedef struct kafka_output {
   uint64_t produced, delivered, from_disk, spilled, rejected;
   latency_hist latency;
   uint64_t error_logged_ns, errors_unlogged;
+  /* kafka_keep_held's line: when last logged, what moved since. */
+  uint64_t held_logged_ns, held_unlogged, held_moves_unlogged;
 } kafka_output;
 
 /* ---- output_kafka.c ---- */

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "latency.h"
 #include "output.h"
+#include "rate_cap.h"
 #include "spool.h"
 #include "syslog_output.h"
 #include "tls.h"
@@ -49,6 +50,8 @@ typedef struct so_conn {
   bool writing;             /* a uv_write of wire is pending: wire stays */
   size_t writing_len;
   bool ready;               /* connected, the TLS handshake done */
+  size_t stuck_bytes;       /* of the pending write, not yet taken as of */
+  uint64_t stuck_since_ms;  /* then (send_timeout_ms) */
 } so_conn;
 
 typedef struct syslog_output {
@@ -58,12 +61,15 @@ typedef struct syslog_output {
   so_protocol protocol;
   so_framing framing;
   uint64_t backoff_min_ms, backoff_max_ms, connect_timeout_ms;
+  uint64_t send_timeout_ms; /* 0: none */
+  rate_cap cap;             /* max_bytes_per_second */
   uint64_t backoff_ms;      /* the next wait */
   tls_client *tls;
 
   uv_loop_t *loop;
   uv_timer_t retry;         /* back-off, a full disk, a full UDP buffer */
-  uv_timer_t deadline;      /* connect_timeout_ms of an attempt */
+  uv_timer_t deadline;      /* connect_timeout_ms of an attempt, then
+                               send_timeout_ms of a pending write */
   uv_timer_t later;         /* a full disk buffer, a full socket buffer */
   uv_getaddrinfo_t resolve;
   bool resolving;
@@ -84,6 +90,13 @@ typedef struct syslog_output {
 
   spool *spool;
   bool spool_logged, full_logged;
+  /* A path that flaps (connections that break soon after they are made)
+   * is told a line every 10 s at most (syslog_stream_out.c): when the
+   * last break was logged, and whether breaks went untold since (quiet:
+   * the lines of each break, connection and disk buffer drain are left
+   * out meanwhile). */
+  uint64_t down_logged_ms, breaks_unlogged;
+  bool quiet;
   buf scratch;              /* a record's bytes on their way elsewhere */
 
   uint64_t sent, delivered, refused, from_disk;
@@ -97,6 +110,9 @@ typedef struct syslog_output {
 void so_wake(syslog_output *so);
 /* The output tries again in ms (a full disk buffer or socket buffer). */
 void so_wake_later(syslog_output *so, uint64_t ms);
+/* Whether max_bytes_per_second lets len more bytes go now (they are
+ * counted then); if not, the output goes on once it will. */
+bool so_cap_allows(syslog_output *so, size_t len);
 /* The loop runs on for the output's handles only while it holds records. */
 void so_update_ref(syslog_output *so);
 /* A record that cannot be sent goes to the dead-letter path with why. */
