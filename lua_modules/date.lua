@@ -191,7 +191,9 @@ date.unix_text = P"-"^-1 * digit^1
 -- given when first seen until its memo starts over: after 4096 distinct
 -- texts (about an hour of a busy stream), or at the first new text a day
 -- after the memo started, so that a quiet stream's "May 19 18:30:17" is not
--- given last year's year a year later.
+-- given last year's year a year later, or before it started: a clock
+-- stepped back (NTP fixing a clock that ran ahead) would else keep the
+-- years it gave until it caught up again.
 local RECONSIDER_YEARS_AFTER = 86400
 
 -- ns of an RFC 3164 time in in_zone's wall clock; year nil: inferred.
@@ -207,7 +209,7 @@ function date.rfc3164_to_ns(in_zone, now)
   local converted, started = nil, now()
   converted = memo.new(function(text)
     local now_seconds = now()
-    if now_seconds - started > RECONSIDER_YEARS_AFTER then
+    if now_seconds - started > RECONSIDER_YEARS_AFTER or now_seconds < started then
       for stored in pairs(converted) do converted[stored] = nil end
       started = now_seconds
     end

@@ -2,11 +2,13 @@
  * test_checkpoint.c - checkpoint tickets: the offset moves over tickets
  * whose records are all done, in order, and never past one whose record
  * was released undone (checkpoint_release), so the next run reads it
- * again.
+ * again; and a state file a power loss damaged keeps its blocks before the
+ * damage and makes the files of the rest new (read from their head).
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,6 +77,99 @@ static void test_no_state_dir(const char *dir)
   unlink(path);
 }
 
+/* Saves a.log at offset 10 and b.log at 20, rewrites the state file with
+ * `damage` applied to its text, and reads it back: what each file resumes
+ * at (UINT64_MAX: not known) and whether the store saw damage. */
+static bool read_damaged(const char *dir, void (*damage)(char *text,
+                                                         size_t *len),
+                         uint64_t *a_at, uint64_t *b_at)
+{
+  char path[2][512], state[600], text[8192], err[256];
+  const char *name[2] = {"a.log", "b.log"};
+  checkpoint_source *s[2];
+  checkpoint_store st;
+  struct stat sb[2];
+  uint64_t offset, *at[2] = {a_at, b_at};
+  int fd[2];
+  bool known, damaged;
+  size_t len;
+  FILE *f;
+
+  snprintf(state, sizeof state, "%s/checkpoints", dir);
+  unlink(state);
+  CHECK(checkpoint_store_open(&st, dir, err, sizeof err) == 0);
+  for (int i = 0; i < 2; i++) {
+    snprintf(path[i], sizeof path[i], "%s/%s", dir, name[i]);
+    fd[i] = open(path[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
+    CHECK(fd[i] >= 0 &&
+          write(fd[i], "aaaaaaaaa\nbbbbbbbbb\nccccccccc\n", 30) == 30);
+    CHECK(fstat(fd[i], &sb[i]) == 0);
+    s[i] = checkpoint_track(&st, "in", path[i], fd[i], &sb[i], &offset, &known);
+    checkpoint_ticket *t = checkpoint_ticket_new(s[i]);
+    t->end = 10 * (uint64_t)(i + 1);
+    checkpoint_unref(t);
+  }
+  CHECK(checkpoint_save(&st) == 0);
+  checkpoint_store_close(&st);
+  f = fopen(state, "r+");
+  CHECK(f != NULL);
+  len = fread(text, 1, sizeof text - 1, f);
+  text[len] = '\0';
+  damage(text, &len);
+  CHECK(freopen(state, "w", f) != NULL && fwrite(text, 1, len, f) == len);
+  fclose(f);
+  CHECK(checkpoint_store_open(&st, dir, err, sizeof err) == 0);
+  damaged = st.damaged;
+  for (int i = 0; i < 2; i++) {
+    s[i] = checkpoint_track(&st, "in", path[i], fd[i], &sb[i], &offset, &known);
+    *at[i] = known ? offset : UINT64_MAX;
+    CHECK(known || s[i]->changed == damaged);
+    close(fd[i]);
+    unlink(path[i]);
+  }
+  checkpoint_store_close(&st);
+  unlink(state);
+  return damaged;
+}
+
+static void keep(char *text, size_t *len)
+{
+  (void)text;
+  (void)len;
+}
+
+/* a's offset, 10, becomes 20: it still parses, and would skip a line. */
+static void change_digit(char *text, size_t *len)
+{
+  (void)len;
+  strstr(text, "offset 10")[7] = '2';
+}
+
+/* Cut after the last block's check line: whole blocks, no end line. */
+static void cut_end(char *text, size_t *len)
+{
+  *len = (size_t)(strstr(text, "end ") - text);
+}
+
+/* Cut inside the last block, a's, in its offset: 10 becomes 1. */
+static void cut_last_block(char *text, size_t *len)
+{
+  *len = (size_t)(strstr(text, "offset 10") - text) + 8;
+}
+
+static void test_damage(const char *dir)
+{
+  uint64_t a, b;
+
+  CHECK(!read_damaged(dir, keep, &a, &b) && a == 10 && b == 20);
+  /* The blocks are the newest source's first: b's, then a's. */
+  CHECK(read_damaged(dir, change_digit, &a, &b) && a == UINT64_MAX &&
+        b == 20);
+  CHECK(read_damaged(dir, cut_end, &a, &b) && a == 10 && b == 20);
+  CHECK(read_damaged(dir, cut_last_block, &a, &b) && a == UINT64_MAX &&
+        b == 20);
+}
+
 int main(void)
 {
   char dir[] = "/tmp/lumberjit-test-checkpoint-XXXXXX";
@@ -82,6 +177,7 @@ int main(void)
   if (!mkdtemp(dir)) return 1;
   test_release(dir);
   test_no_state_dir(dir);
+  test_damage(dir);
   {
     char state[600];
     snprintf(state, sizeof state, "%s/checkpoints", dir);

@@ -96,6 +96,16 @@ function run.for_seconds(dir, config_path, seconds)
     shell_quote(dir), seconds, shell_quote(run.bin), shell_quote(config_path)))
 end
 
+-- The AddressSanitizer runtime the binary links (CI's second build), or
+-- nil: a spec that preloads a library must preload it first, and may do
+-- fewer rounds on the slower build.
+function run.asan_runtime()
+  local p = io.popen("ldd " .. shell_quote(run.bin) .. " 2>/dev/null | awk '/libasan/ { print $3 }'")
+  local path = p:read("*l")
+  p:close()
+  return path ~= "" and path or nil
+end
+
 function run.lines(text)
   local out = {}
   for line in (text or ""):gmatch("([^\n]*)\n") do out[#out + 1] = line end

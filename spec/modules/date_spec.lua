@@ -251,14 +251,19 @@ describe("RFC 3164 year inference", function()
     assert.equal(2027, year_of("Jan  1 00:00:10", at(2026, 12, 31, 23, 59, 0)))
   end)
 
-  it("reconsiders a text's year at the first new text a day later", function()
-    local now = utc(2026, 5, 20)
-    local to_ns = date.rfc3164_to_ns("UTC", function() return now end)
-    assert.equal(utc(2026, 5, 19, 10, 30, 17) * 1e9, to_ns["May 19 10:30:17"])
-    now = utc(2027, 5, 20)
-    assert.equal(utc(2027, 5, 20) * 1e9, to_ns["May 20 00:00:00"])         -- a new text
-    assert.equal(utc(2027, 5, 19, 10, 30, 17) * 1e9, to_ns["May 19 10:30:17"])
-  end)
+  -- A year later, and after the clock was stepped back four years.
+  for _, years in ipairs({ { 2026, 2027 }, { 2030, 2026 } }) do
+    local first, later = years[1], years[2]
+    it("reconsiders a text's year at the first new text once the clock went from " .. first .. " to "
+        .. later, function()
+      local now = utc(first, 5, 20)
+      local to_ns = date.rfc3164_to_ns("UTC", function() return now end)
+      assert.equal(utc(first, 5, 19, 10, 30, 17) * 1e9, to_ns["May 19 10:30:17"])
+      now = utc(later, 5, 20)
+      assert.equal(utc(later, 5, 20) * 1e9, to_ns["May 20 00:00:00"])       -- a new text
+      assert.equal(utc(later, 5, 19, 10, 30, 17) * 1e9, to_ns["May 19 10:30:17"])
+    end)
+  end
 
   it("converts W3's timestamp from Shanghai time", function()
     local ns = lpeg.match(date.rfc3164_ns("Asia/Shanghai", at(2026, 5, 20)), "May 19 18:30:17")

@@ -73,4 +73,11 @@ void signals_close(void)
   uv_close((uv_handle_t *)&sigint, NULL);
   uv_close((uv_handle_t *)&sigterm, NULL);
   uv_close((uv_handle_t *)&sigusr1, NULL);
+  /* Closing the last handle of a signal gives it its default action back,
+   * which for a stop signal that comes now (a supervisor's second; what
+   * coreutils' timeout sends its process group after the child) kills a
+   * process whose run is over, summary written, with status 143 instead of
+   * its own. The run has stopped: another stop changes nothing. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
 }

@@ -21,6 +21,12 @@ struct saved_file {
   checkpoint_window window;
 };
 
+/* An input the state file has blocks of. */
+struct saved_input {
+  struct saved_input *next;
+  char name[];
+};
+
 /* FNV-1a, 64 bits: enough to tell one file's first bytes from another's
  * (device and inode tell the files themselves apart). */
 uint64_t checkpoint_fingerprint_add(uint64_t fp, const void *bytes, size_t len)
@@ -61,7 +67,15 @@ static void free_saved(struct saved_file *f)
   }
 }
 
-/* A block's window line, if it has one (the next block starts "input"). */
+static bool knew_input(const checkpoint_store *st, const char *input)
+{
+  for (const struct saved_input *i = st->inputs; i; i = i->next)
+    if (strcmp(i->name, input) == 0) return true;
+  return false;
+}
+
+/* A block's window line, if it has one (the next line starts "input",
+ * "check" or "end"). */
 static void read_window(FILE *in, checkpoint_window *w)
 {
   unsigned long long end, hash;
@@ -72,11 +86,48 @@ static void read_window(FILE *in, checkpoint_window *w)
     *w = (checkpoint_window){end, len, hash};
 }
 
-/* One block: the input, the file's path, identity and offset. */
-static struct saved_file *read_block(FILE *in)
+/* A block's text, as it is written: the reader writes a block it parsed
+ * again and compares the hash of that with the block's check line, so a
+ * changed byte that still parses (a digit of an offset, which would skip
+ * records) is found as surely as one that does not. -1 when it does not
+ * fit (an input name or path longer than a reader takes). */
+static int format_block(char *out, size_t cap, const char *input,
+                        const char *path, unsigned long long dev,
+                        unsigned long long ino, unsigned fp_len, uint64_t fp,
+                        uint64_t offset, const checkpoint_window *w)
+{
+  int n = snprintf(out, cap, "input %s\nfile %s\ndevice %llu\ninode %llu\n"
+                   "fingerprint %u %016" PRIx64 "\noffset %" PRIu64 "\n",
+                   input, path, dev, ino, fp_len, fp, offset);
+
+  if (n >= 0 && (size_t)n < cap && w->len > 0)
+    n += snprintf(out + n, cap - (size_t)n, "window %" PRIu64 " %u %016"
+                  PRIx64 "\n", w->end, w->len, w->hash);
+  return n >= 0 && (size_t)n < cap ? n : -1;
+}
+
+/* The input name, path and numbers of a block take at most this much. */
+#define BLOCK_MAX 4800
+
+static uint64_t block_check(const struct saved_file *f)
+{
+  char text[BLOCK_MAX];
+  int n = format_block(text, sizeof text, f->input, f->path, f->device,
+                       f->inode, f->fingerprint_len, f->fingerprint,
+                       f->offset, &f->window);
+
+  return n < 0 ? 0 : checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY,
+                                                text, (size_t)n);
+}
+
+/* One block: the input, the file's path, identity and offset, and (when
+ * checked, version 3) the check line that must match them. NULL at the
+ * end line, and at a block cut short or changed: the caller tells which. */
+static struct saved_file *read_block(FILE *in, bool checked)
 {
   struct saved_file *f = calloc(1, sizeof *f);
   char input[256], path[4096];
+  unsigned long long check;
 
   if (!f) return NULL;
   if (fscanf(in, " input %255s\nfile %4095[^\n]\ndevice %llu\ninode %llu\n"
@@ -84,13 +135,18 @@ static struct saved_file *read_block(FILE *in)
              &f->inode, &f->fingerprint_len, &f->fingerprint,
              &f->offset) != 7 ||
       f->fingerprint_len > CHECKPOINT_FINGERPRINT_MAX ||
-      !(f->input = strdup(input)) || !(f->path = strdup(path))) {
-    free(f->input);
-    free(f);
-    return NULL;
-  }
+      !(f->input = strdup(input)) || !(f->path = strdup(path)))
+    goto bad;
   read_window(in, &f->window);
+  if (checked &&
+      (fscanf(in, " check %llx", &check) != 1 || check != block_check(f)))
+    goto bad;
   return f;
+bad:
+  free(f->input);
+  free(f->path);
+  free(f);
+  return NULL;
 }
 
 static void log_dropped(const checkpoint_store *st, const char *path)
@@ -133,27 +189,74 @@ static bool find_renamed(const checkpoint_store *st, struct saved_file *f)
   return true;
 }
 
+/* Whether the state file ends where it should after `blocks` blocks: at
+ * version 3's end line, which counts them (a file cut at a block's end
+ * reads as whole blocks, and only the count tells some are missing), and
+ * then at its end. */
+static bool read_end(FILE *in, int version, unsigned blocks)
+{
+  unsigned n;
+  char c;
+
+  if (version == 3 && (fscanf(in, " end %u", &n) != 1 || n != blocks))
+    return false;
+  return fscanf(in, " %c", &c) == EOF;
+}
+
+/* A state file a power loss damaged (cut short, bytes changed: writes
+ * that a device reordered or tore, past the fsync and rename that keep it
+ * whole on a disk that keeps its word): the blocks before the damage are
+ * kept and the rest dropped. The files of dropped blocks are read from
+ * their head (checkpoint_track), since they may be any the inputs find:
+ * duplicates, never a loss. */
+static void note_damage(checkpoint_store *st, FILE *in, long good_end,
+                        unsigned kept)
+{
+  long size = fseek(in, 0, SEEK_END) == 0 ? ftell(in) : -1;
+
+  st->damaged = true;
+  st->dirty = true;
+  log_warning("checkpoint %s: damaged (cut short or changed, as a power loss "
+              "leaves it): kept the %u blocks before the damage, dropped the "
+              "%ld bytes after them; files found at the start without a "
+              "checkpoint are read from their head (records repeated, none "
+              "lost)", st->state_file, kept,
+              size > good_end ? size - good_end : 0);
+}
+
 /* Keeps the blocks whose file is still there, under its name or another
  * in the same directory; the rest (deleted, replaced, moved away) would
- * only ever be dropped. */
+ * only ever be dropped. Version 2 (before blocks had checks) is read too. */
 static void read_state(checkpoint_store *st)
 {
   FILE *in = fopen(st->state_file, "r");
   struct saved_file *f, **tail = &st->saved;
+  unsigned blocks = 0;
+  long good_end = 0;
   int version = 0;
 
   if (!in) return;
-  if (fscanf(in, "lumberjit checkpoint %d", &version) != 1 || version != 2) {
-    log_warning("checkpoint %s: not a lumberjit checkpoint file; ignoring it",
-            st->state_file);
+  if (fscanf(in, "lumberjit checkpoint %d", &version) != 1 ||
+      (version != 2 && version != 3)) {
+    note_damage(st, in, 0, 0);
     fclose(in);
     return;
   }
-  while ((f = read_block(in))) {
+  good_end = ftell(in);
+  while ((f = read_block(in, version == 3))) {
     struct stat sb;
     bool here = stat(f->path, &sb) == 0 &&
                 (unsigned long long)sb.st_dev == f->device &&
                 (unsigned long long)sb.st_ino == f->inode;
+    struct saved_input *known;
+    blocks++;
+    if (!knew_input(st, f->input) &&
+        (known = malloc(sizeof *known + strlen(f->input) + 1))) {
+      strcpy(known->name, f->input);
+      known->next = st->inputs;
+      st->inputs = known;
+    }
+    good_end = ftell(in);
     if (here || find_renamed(st, f)) {
       *tail = f;
       tail = &f->next;
@@ -164,6 +267,7 @@ static void read_state(checkpoint_store *st)
       st->dirty = true;
     }
   }
+  if (!read_end(in, version, blocks)) note_damage(st, in, good_end, blocks);
   fclose(in);
 }
 
@@ -259,6 +363,11 @@ checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
   s->device = sb->st_dev;
   s->inode = sb->st_ino;
   f = claim_saved(st, input, fd, sb, &s->changed);
+  /* A file the state file does not know, of an input it knows, came while
+   * lumberjit was down or before a crash let it save the file's block:
+   * none of it was acknowledged. So may a file whose block a damaged state
+   * file lost. */
+  if (!f && (st->damaged || knew_input(st, input))) s->changed = true;
   if (f) {
     s->fingerprint_len = f->fingerprint_len;
     s->fingerprint = f->fingerprint;
@@ -411,22 +520,27 @@ static int sync_dir(const char *dir)
   return rc;
 }
 
-static void write_block(FILE *out, const char *input, const char *path,
+/* A block and its check line; false when it could not be formatted. */
+static bool write_block(FILE *out, const char *input, const char *path,
                         unsigned long long dev, unsigned long long ino,
                         unsigned fp_len, uint64_t fp, uint64_t offset,
                         const checkpoint_window *w)
 {
-  fprintf(out, "input %s\nfile %s\ndevice %llu\ninode %llu\nfingerprint %u "
-          "%016" PRIx64 "\noffset %" PRIu64 "\n", input, path, dev, ino, fp_len,
-          fp, offset);
-  if (w->len > 0)
-    fprintf(out, "window %" PRIu64 " %u %016" PRIx64 "\n", w->end, w->len,
-            w->hash);
+  char text[BLOCK_MAX];
+  int n = format_block(text, sizeof text, input, path, dev, ino, fp_len, fp,
+                       offset, w);
+
+  if (n < 0) return false;
+  fprintf(out, "%scheck %016" PRIx64 "\n", text,
+          checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, text,
+                                     (size_t)n));
+  return true;
 }
 
 int checkpoint_save(checkpoint_store *st)
 {
   char tmp[4096];
+  unsigned blocks = 0;
   FILE *f;
   int ok;
 
@@ -434,14 +548,16 @@ int checkpoint_save(checkpoint_store *st)
   snprintf(tmp, sizeof tmp, "%s.tmp", st->state_file);
   f = fopen(tmp, "w");
   if (!f) goto fail;
-  fprintf(f, "lumberjit checkpoint 2\n");
+  fprintf(f, "lumberjit checkpoint 3\n");
   for (const checkpoint_source *s = st->sources; s; s = s->next)
-    write_block(f, s->input, s->path, (unsigned long long)s->device,
-                (unsigned long long)s->inode, s->fingerprint_len,
-                s->fingerprint, s->acked, &s->window);
+    blocks += write_block(f, s->input, s->path, (unsigned long long)s->device,
+                          (unsigned long long)s->inode, s->fingerprint_len,
+                          s->fingerprint, s->acked, &s->window);
   for (const struct saved_file *s = st->saved; s; s = s->next)
-    write_block(f, s->input, s->path, s->device, s->inode, s->fingerprint_len,
-                s->fingerprint, s->offset, &s->window);
+    blocks += write_block(f, s->input, s->path, s->device, s->inode,
+                          s->fingerprint_len, s->fingerprint, s->offset,
+                          &s->window);
+  fprintf(f, "end %u\n", blocks);
   ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
   if (fclose(f) != 0 || !ok || rename(tmp, st->state_file) != 0 ||
       sync_dir(st->state_dir) != 0)
@@ -467,6 +583,11 @@ void checkpoint_store_close(checkpoint_store *st)
   free_sources(st->sources);
   free_sources(st->retired);
   free_saved(st->saved);
+  while (st->inputs) {
+    struct saved_input *next = st->inputs->next;
+    free(st->inputs);
+    st->inputs = next;
+  }
   free(st->state_file);
   free(st->state_dir);
   memset(st, 0, sizeof *st);

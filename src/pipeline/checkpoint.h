@@ -22,7 +22,7 @@
  * The state file (STATE_DIR/checkpoints) is text, one block per input and
  * file:
  *
- *   lumberjit checkpoint 2
+ *   lumberjit checkpoint 3
  *   input app
  *   file /var/log/app.log
  *   device 2049
@@ -30,10 +30,17 @@
  *   fingerprint 1024 9e3779b97f4a7c15
  *   offset 1048576
  *   window 1049000 128 5bd1e9955bd1e995
+ *   check 3a1f0c9d2e4b5a67
+ *   end 1
  *
  * written to a temporary file, fsynced and renamed over the old one (and
  * the directory fsynced), at most every checkpoint_interval_ms and at exit.
  * (the window line only for a tail_input's files: see checkpoint_window).
+ * Each block ends with a check, the FNV-1a hash of its lines, and the file
+ * with the number of blocks: a file a power loss cut short or changed
+ * (an SD card that tore or reordered its writes) keeps the blocks before
+ * the damage, and the files of the rest are read from their head, logged
+ * (duplicates, never a loss). Version 2 files, without checks, are read.
  * A resume needs the same device, inode, fingerprint and window and a file
  * at least as long as the offset; otherwise (rotated away, replaced,
  * truncated) the file is new to the input.
@@ -92,7 +99,10 @@ struct checkpoint_source {
   bool retired;          /* in the store's retired list */
   bool changed;          /* the state file knew its device and inode, but
                             not these bytes: truncated or replaced since,
-                            all it holds is new */
+                            all it holds is new; or the state file knows
+                            its input but not it (it came while lumberjit
+                            was down), or was damaged and may have known
+                            it */
   checkpoint_ticket *head, *tail;
 };
 
@@ -102,7 +112,10 @@ struct checkpoint_store {
   checkpoint_source *sources;
   checkpoint_source *retired; /* still holding tickets */
   struct saved_file *saved; /* read from the state file, not yet claimed */
+  struct saved_input *inputs; /* those the state file has blocks of */
   bool dirty;            /* changed since the state file was written */
+  bool damaged;          /* the state file was cut short or changed: the
+                            blocks past the damage were dropped */
 };
 
 /* Reads STATE_DIR/checkpoints, if any; state_dir NULL makes a store that
@@ -112,8 +125,9 @@ int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
                           char *err, size_t errlen);
 /* Starts tracking, for `input`, the regular file open on fd (found at
  * path): *offset is its acknowledged offset from the state file if it is
- * the very file it was taken of, else 0 with *known false. NULL when out
- * of memory. */
+ * the very file it was taken of, else 0 with *known false (and the
+ * source's `changed` says whether it is new since the last run). NULL
+ * when out of memory. */
 checkpoint_source *checkpoint_track(checkpoint_store *st, const char *input,
                                     const char *path, int fd,
                                     const struct stat *sb, uint64_t *offset,

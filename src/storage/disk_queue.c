@@ -50,7 +50,10 @@
 #define ACKED 0x80000000u     /* in a ring entry, above the length */
 #define NAME_LEN 32           /* a segment's file name, NUL included */
 #define DROP_LOG_NS (10ull * 1000000000) /* drops logged at most this often */
-#define CURSOR_FORMAT "lumberjit disk queue cursor 1\nsegment %" PRIu64 \
+/* The cursor file: these lines, then "check %08x\n", the CRC-32 of them,
+ * so that a changed digit (which would delete segments, or skip records)
+ * is found. Version 1 had no check line. */
+#define CURSOR_FORMAT "lumberjit disk queue cursor 2\nsegment %" PRIu64 \
                       "\noffset %" PRIu64 "\n"
 
 typedef struct {
@@ -241,7 +244,9 @@ static int open_segment_file(disk_queue *q, uint64_t seq, int *fd,
 
 /* Whether segment seq (open on fd, size bytes) starts with our header. 0:
  * it does; 1: it holds only a beginning of one (a crash cut its creation
- * short); -1: it is not ours (err says why). */
+ * short); 2: it does not (a power loss changed it: a segment is short
+ * while its first appends go to the page its header is on; or a newer
+ * lumberjit's format); -1: it cannot be read (err says why). */
 static int check_header(disk_queue *q, uint64_t seq, int fd, uint64_t size,
                         char *err, size_t errlen)
 {
@@ -257,14 +262,32 @@ static int check_header(disk_queue *q, uint64_t seq, int fd, uint64_t size,
     return -1;
   }
   if (memcmp(got, want, n) == 0) return n < SEG_HEADER;
-  if (n == SEG_HEADER && memcmp(got, want, 4) == 0)
-    snprintf(err, errlen, "disk queue %s: %s has format version %" PRIu32
-             "; this lumberjit reads version %d", q->dir, name,
-             (uint32_t)le_get(got + 4, 4), FORMAT_VERSION);
-  else
-    snprintf(err, errlen, "disk queue %s: %s is not a disk queue segment "
-             "(it does not start with LJDQ)", q->dir, name);
-  return -1;
+  return 2;
+}
+
+/* A segment whose header is not ours: nothing in it can be trusted to be
+ * ours, so it is not cut or deleted but renamed out of the queue, for
+ * whoever looks into it, and its bytes counted as corrupt. Refusing to
+ * start instead would stop an edge box collecting anything more; a
+ * byte a power loss changed cannot be told from a newer format version. */
+static int set_aside(disk_queue *q, uint64_t seq, uint64_t size, char *err,
+                     size_t errlen)
+{
+  char name[NAME_LEN], aside[NAME_LEN + 8];
+
+  seg_name(name, seq);
+  snprintf(aside, sizeof aside, "%s.damaged", name);
+  if (renameat(q->dirfd, name, q->dirfd, aside) != 0 || fsync(q->dirfd) != 0) {
+    snprintf(err, errlen, "disk queue %s: cannot move %s aside: %s", q->dir,
+             name, strerror(errno));
+    return -1;
+  }
+  log_warning("disk queue %s: %s does not start with the header of format "
+              "version %d (a power loss changed it, or a newer lumberjit "
+              "wrote it): moved it to %s, its %" PRIu64 " bytes unread",
+              q->dir, name, FORMAT_VERSION, aside, size);
+  q->corrupt_bytes += size;
+  return 0;
 }
 
 /* Drops the segments that hold only a beginning of a header from the
@@ -283,6 +306,10 @@ static int check_headers(disk_queue *q, uint64_t *seqs, size_t *n, char *err,
     if (rc < 0) return -1;
     if (rc == 0) {
       seqs[kept++] = seqs[i];
+      continue;
+    }
+    if (rc == 2) {
+      if (set_aside(q, seqs[i], size, err, errlen) != 0) return -1;
       continue;
     }
     log_warning("disk queue %s: deleted segment %" PRIu64 ", whose creation a "
@@ -322,16 +349,18 @@ static int cut_bad_tail(disk_queue *q, int fd, uint64_t seq, uint64_t off,
                         uint64_t size, bool last)
 {
   char name[NAME_LEN];
-  uint64_t cut = size - off;
+  uint64_t cut = size - off, lost = records_from(q, fd, seq, off, size);
 
   seg_name(name, seq);
   if (last) {
+    /* What a power loss can change is not only the last record: the
+     * records after a torn one are cut with it, and counted. */
     q->torn_bytes += cut;
-    log_warning("disk queue %s: cut %" PRIu64 " bytes of a torn record off the "
-            "end of %s (an append that a crash or power loss cut short)",
-            q->dir, cut, name);
+    log_warning("disk queue %s: cut %" PRIu64 " bytes off the end of %s at "
+            "offset %" PRIu64 ", %" PRIu64 " records, the first of them torn "
+            "(an append that a crash or power loss cut short)", q->dir, cut,
+            name, off, lost);
   } else {
-    uint64_t lost = records_from(q, fd, seq, off, size);
     q->corrupt_records += lost;
     q->corrupt_bytes += cut;
     log_warning("disk queue %s: %s is corrupt at offset %" PRIu64 ": cut there, "
@@ -531,9 +560,18 @@ static bool read_cursor(disk_queue *q, uint64_t *seq, uint64_t *off)
   n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
   if (fd >= 0) close(fd);
   if (n >= 0) {
+    char want[160];
+    unsigned check;
+    int len;
     text[n] = '\0';
     if (sscanf(text, "lumberjit disk queue cursor 1 segment %" SCNu64
                " offset %" SCNu64, seq, off) == 2 && *off >= SEG_HEADER)
+      return true;
+    if (sscanf(text, "lumberjit disk queue cursor 2 segment %" SCNu64
+               " offset %" SCNu64 " check %x", seq, off, &check) == 3 &&
+        *off >= SEG_HEADER &&
+        (len = snprintf(want, sizeof want, CURSOR_FORMAT, *seq, *off)) > 0 &&
+        check == crc32(crc32(0L, Z_NULL, 0), (const Bytef *)want, (uInt)len))
       return true;
   }
   log_warning("disk queue %s: cannot use its cursor file; reading every segment "
@@ -1045,6 +1083,8 @@ int dq_save_cursor(disk_queue *q, char *err, size_t errlen)
 
   if (q->saved && seq == q->saved_seq && off == q->saved_off) return 0;
   n = snprintf(text, sizeof text, CURSOR_FORMAT, seq, off);
+  n += snprintf(text + n, sizeof text - (size_t)n, "check %08lx\n",
+                crc32(crc32(0L, Z_NULL, 0), (const Bytef *)text, (uInt)n));
   fd = openat(q->dirfd, "cursor.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
               0600);
   ok = fd >= 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0;

@@ -11,9 +11,11 @@
  *                              u32 payload length                   4 bytes
  *                              u32 CRC-32 of the payload (zlib's)   4 bytes
  *                              the payload
- *   cursor                     text: "lumberjit disk queue cursor 1",
+ *   cursor                     text: "lumberjit disk queue cursor 2",
  *                              "segment N", "offset N": where the first
- *                              unacknowledged record starts
+ *                              unacknowledged record starts; "check X":
+ *                              the CRC-32 of those lines (version 1,
+ *                              without it, is read too)
  *   lock                       empty: locked while a queue has it open
  *
  * Integers are little-endian. Records go to the last segment until one
@@ -62,21 +64,25 @@
  * cursor.tmp, fsynced, renamed, directory fsynced). dq_open deletes the
  * segments before it and reads again from it: every record not known to
  * be acknowledged comes again (at least once); what a crash duplicates is
- * what was acknowledged since the last save. Without a cursor file the
- * queue replays every segment there is.
+ * what was acknowledged since the last save. Without a cursor file, or
+ * with one whose check fails (a power loss changed it), the queue replays
+ * every segment there is.
  *
  * Damage, found when dq_open scans the segments from the cursor's on
  * (each record's length and CRC checked): a bad record in the last
  * segment is a torn tail (a power loss mid-append): the segment is cut
- * back to its last good record and the bytes cut are logged and counted
- * (torn_bytes). A bad record in an earlier segment is corruption: the
- * segment is cut there too, since nothing after it can be trusted, and the
- * records lost (the bad one and those its length fields still lead to)
- * and their bytes are logged and counted. A segment whose bytes
- * are a beginning of a header (a crash while creating it) holds nothing
- * and is deleted. A segment with another magic or format version makes
- * dq_open fail, naming the file: it is not ours to cut. A record that
- * changes under a running queue makes dq_read fail; reopening repairs it.
+ * back to its last good record and the bytes cut, and the records in them
+ * (the bad one and those its length fields still lead to), are logged;
+ * the bytes are counted (torn_bytes). A bad record in an earlier segment
+ * is corruption: the segment is cut there too, since nothing after it can
+ * be trusted, and the records lost and their bytes are logged and
+ * counted. A segment whose bytes are a beginning of a header (a crash
+ * while creating it) holds nothing and is deleted. One whose header is
+ * not ours (a power loss changed it, or a newer lumberjit's format
+ * version) is renamed NAME.damaged, logged, and its bytes counted as
+ * corrupt: refusing to start would stop an edge box collecting. A record
+ * that changes under a running queue makes dq_read fail; reopening
+ * repairs it.
  *
  * One thread (the loop's) uses a queue, and one queue a directory:
  * dq_open takes an exclusive flock on the file "lock" in it before
