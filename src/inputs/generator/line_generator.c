@@ -172,7 +172,7 @@ static int placeholder_at(const char *t, size_t *len)
 int line_template_check(const char *template, char *err, size_t errlen)
 {
   for (const char *p = strstr(template, "%{"); p; p = strstr(p + 2, "%{")) {
-    size_t len;
+    size_t len = 0; /* set when a '}' follows, which is when it is read */
     if (placeholder_at(p + 2, &len) < 0) {
       snprintf(err, errlen, "the template's '%.*s' is no placeholder (%%{seq}, "
                "%%{iso}, %%{rfc3164}, %%{clf}, %%{word}, %%{host}, "
