@@ -30,7 +30,7 @@ uint64_t pl_input_stop_timeout_ms(const pl_input *pi)
 
 bool pl_input_handing_over(const pl_input *pi)
 {
-  return pi->pl->keep_sandboxes;
+  return pi->pl->reloading;
 }
 
 int pl_input_set_fields(pl_input *pi, const char *path_field,

@@ -448,9 +448,9 @@ static void on_deadline(uv_timer_t *t)
  * owner hears of a stop (hooks.stopping), but not of a reload's. */
 static void pipeline_stop(pipeline *pl, const char *why)
 {
-  if (pl->stopping && pl->keep_sandboxes && why) {
+  if (pl->stopping && pl->reloading && why) {
     /* A stop signal while a reload stops the run: the run ends for good. */
-    pl->keep_sandboxes = false;
+    pl->reloading = false;
     for (size_t i = 0; i < pl->nfilters; i++) pl->filters[i].kept = false;
     log_msg("%s: stopping; the reload is abandoned", why);
     if (pl->hooks.stopping) pl->hooks.stopping(pl->hooks.ud, why);
@@ -465,7 +465,7 @@ static void pipeline_stop(pipeline *pl, const char *why)
   }
   if (why) log_msg("%s: stopping", why);
   pl->stopping = true;
-  if (pl->hooks.stopping && !pl->keep_sandboxes)
+  if (pl->hooks.stopping && !pl->reloading)
     pl->hooks.stopping(pl->hooks.ud, why);
   for (size_t i = 0; i < pl->ninputs; i++)
     pl->inputs[i].kind->stop(&pl->inputs[i]);
@@ -506,7 +506,7 @@ static void on_reload_signal(void *ud, const char *signame)
 bool pipeline_stop_for_reload(pipeline *pl, const config *next)
 {
   if (pl->stopping) return false;
-  pl->keep_sandboxes = true;
+  pl->reloading = true;
   for (size_t i = 0; i < pl->nfilters; i++) {
     pl_filter *f = &pl->filters[i];
     const config_plugin *p = config_find(next, f->name, PLUGIN_FILTER);

@@ -189,7 +189,7 @@ static void shelve_worker(void *ud, worker *w)
 {
   pipeline *pl = ud;
 
-  if (!pl->keep_sandboxes) return;
+  if (!pl->reloading) return;
   for (size_t i = 0; i < w->ninputs; i++)
     shelve_one(pl, w, PLUGIN_DECODER, w->inputs[i]->decoder_name,
                w->inputs[i]->name, &w->inputs[i]->decoder);

@@ -117,9 +117,10 @@ struct pipeline {
   sandbox_watchdog *wd;
   pl_digest *digests;        /* of its decoders, encoders and filters */
   size_t ndigests;
-  /* Stopping for a reload: the workers' sandboxes go on the shelf, and
-   * the filters kept_filters marks get no last timer_event. */
-  bool keep_sandboxes;
+  /* Stopping for a reload: the workers' sandboxes go on the shelf, the
+   * filters marked kept get no last timer_event, and listeners hand their
+   * sockets on (pl_input_handing_over). */
+  bool reloading;
   pl_input *inputs;
   size_t ninputs, running;
   size_t ninputs_max;        /* room in inputs: the config's plugins */
