@@ -510,10 +510,8 @@ bool pipeline_stop_for_reload(pipeline *pl, const config *next)
   for (size_t i = 0; i < pl->nfilters; i++) {
     pl_filter *f = &pl->filters[i];
     const config_plugin *p = config_find(next, f->name, PLUGIN_FILTER);
-    for (size_t d = 0; p && d < pl->ndigests; d++)
-      if (pl->digests[d].role == PLUGIN_FILTER &&
-          strcmp(pl->digests[d].name, f->name) == 0)
-        f->kept = pl->digests[d].digest == shelf_digest(next, p);
+    f->kept = p && pipeline_digest(pl, PLUGIN_FILTER, f->name) ==
+                       shelf_digest(next, p);
   }
   pipeline_stop(pl, NULL);
   return true;

@@ -134,11 +134,11 @@ int pipeline_filter_build(const config *cfg, const config_plugin *p,
   return f->sb ? 0 : -1;
 }
 
-static uint64_t digest_of(const pipeline *pl, const config_plugin *p)
+uint64_t pipeline_digest(const pipeline *pl, config_role role,
+                         const char *name)
 {
   for (size_t i = 0; i < pl->ndigests; i++)
-    if (pl->digests[i].role == p->role &&
-        strcmp(pl->digests[i].name, p->name) == 0)
+    if (pl->digests[i].role == role && strcmp(pl->digests[i].name, name) == 0)
       return pl->digests[i].digest;
   return 0;
 }
@@ -149,7 +149,7 @@ static sandbox *kept_sandbox(pipeline *pl, worker *w, const config_plugin *p,
                              const char *owner)
 {
   shelf_key key = {config_role_names[p->role], p->name, owner, w->id};
-  sandbox *sb = shelf_take(&key, digest_of(pl, p));
+  sandbox *sb = shelf_take(&key, pipeline_digest(pl, p->role, p->name));
 
   if (sb && sandbox_attach(sb, pl->wd) != 0) {
     sandbox_destroy(sb);
@@ -175,12 +175,8 @@ static void shelve_one(pipeline *pl, worker *w, config_role role,
   shelf_key key = {config_role_names[role], name, owner, w->id};
 
   if (!*sb || sandbox_is_stopped(*sb)) return;
-  for (size_t i = 0; i < pl->ndigests; i++)
-    if (pl->digests[i].role == role && strcmp(pl->digests[i].name, name) == 0) {
-      shelf_put(&key, pl->digests[i].digest, *sb);
-      *sb = NULL;
-      return;
-    }
+  shelf_put(&key, pipeline_digest(pl, role, name), *sb);
+  *sb = NULL;
 }
 
 /* On the worker's thread as it ends, when the pipeline stops for a

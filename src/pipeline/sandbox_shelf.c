@@ -114,6 +114,14 @@ static bool same_key(const entry *e, const shelf_key *k)
          strcmp(e->name, k->name) == 0 && strcmp(e->owner, k->owner) == 0;
 }
 
+static void entry_free(entry *e)
+{
+  free(e->role);
+  free(e->name);
+  free(e->owner);
+  free(e);
+}
+
 bool shelf_put(const shelf_key *key, uint64_t digest, sandbox *sb)
 {
   entry *e = calloc(1, sizeof *e);
@@ -125,12 +133,7 @@ bool shelf_put(const shelf_key *key, uint64_t digest, sandbox *sb)
     e->owner = strdup(key->owner);
   }
   if (!e || !e->role || !e->name || !e->owner) {
-    if (e) {
-      free(e->role);
-      free(e->name);
-      free(e->owner);
-    }
-    free(e);
+    if (e) entry_free(e);
     sandbox_destroy(sb);
     return false;
   }
@@ -142,14 +145,6 @@ bool shelf_put(const shelf_key *key, uint64_t digest, sandbox *sb)
   shelf = e;
   pthread_mutex_unlock(&lock);
   return true;
-}
-
-static void entry_free(entry *e)
-{
-  free(e->role);
-  free(e->name);
-  free(e->owner);
-  free(e);
 }
 
 sandbox *shelf_take(const shelf_key *key, uint64_t digest)

@@ -193,6 +193,10 @@ void pipeline_tick(pipeline *pl, pl_filter *f, bool last);
 void pipeline_each_sink(pipeline *pl, void (*fn)(output_sink *));
 /* pipeline_build.c */
 void pipeline_stop_workers(pipeline *pl);
+/* The digest of pl's sandboxed plugin of role and name (every one has
+ * its own: sandbox_shelf.h); 0 when pl has none such. */
+uint64_t pipeline_digest(const pipeline *pl, config_role role,
+                         const char *name);
 /* A copy of s that lives as long as the pipeline; NULL when s is NULL or
  * memory ran out. */
 const char *pipeline_keep(pipeline *pl, const char *s);
