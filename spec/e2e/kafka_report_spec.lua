@@ -39,11 +39,6 @@ local function logged(dir, text, seconds)
   return h.wait_until(function() return stderr(dir):find(text, 1, true) end, seconds)
 end
 
-local function times(text, pattern)
-  local n = 0
-  for _ in text:gmatch(pattern) do n = n + 1 end
-  return n
-end
 
 -- SIGTERM; the exit status and stderr.
 local function stop(dir)
@@ -99,7 +94,7 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
       .. "Broker: Unknown topic or partition", 30), stderr(dir))
     assert.is_true(h.wait_until(function() return #run.lines(run.read(dir .. "/dead.log") or "") == 100 end, 10))
     local _, err = stop(dir)
-    assert.are.equal(1, times(err, "Kafka refuses records"), err)
+    assert.are.equal(1, run.count(err, "Kafka refuses records"), err)
     run.cleanup(dir)
   end)
 
@@ -124,7 +119,7 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic
     assert.are.equal(10000, k.count(b, "outage", { min = 10000, seconds = 60 }))
     status, err = stop(dir)
     assert.are.equal(0, status, err)
-    assert.are.equal(1, times(err, "every broker is down"), err)
+    assert.are.equal(1, run.count(err, "every broker is down"), err)
     assert.truthy(err:find("brokers back after %d+%.%d s; backlog of 10000 drained in %d+%.%d s"), err)
     assert.are.equal(10000, k.count(b, "outage"))
     assert.are.equal(10000 * 13, checkpoint(dir))

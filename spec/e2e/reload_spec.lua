@@ -49,12 +49,6 @@ local function stop(proc)
   end
 end
 
-local function count(text, pattern)
-  local n = 0
-  for _ in text:gmatch(pattern) do n = n + 1 end
-  return n
-end
-
 describe("reload", function()
   it("under load: a changed decoder, matcher and inputs, a broken config, --reload: every line once, in order", function()
     local dir = run.tmpdir()
@@ -72,8 +66,8 @@ describe("reload", function()
     assert.are.equal(0, r.reload_command.status, r.reload_command.stderr)
     -- systemd: READY=1 at the start and after each RELOADING=1.
     local notes = table.concat(r.notices, "\n")
-    assert.are.equal(6, count(notes, "RELOADING=1"), notes)
-    assert.are.equal(7, count(notes, "READY=1"), notes)
+    assert.are.equal(6, run.count(notes, "RELOADING=1"), notes)
+    assert.are.equal(7, run.count(notes, "READY=1"), notes)
     assert.truthy(notes:find("READY=1|STATUS=running; the last reload failed: conf.lua:8:", 1, true), notes)
     assert.truthy(stderr:find("plugin instances kept as they were", 1, true))
     run.cleanup(dir)
@@ -132,7 +126,7 @@ out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
     assert.are.same(range(sent.u), got.u)
     assert.are.same(range(sent.t), got.t)
     local stderr = run.read(dir .. "/stderr")
-    assert.are.equal(3, select(2, stderr:gsub("running the new configuration", "")), stderr)
+    assert.are.equal(3, run.count(stderr, "running the new configuration"), stderr)
     assert.is_nil(stderr:find("has no listener any more", 1, true), stderr)
     run.cleanup(dir)
   end)

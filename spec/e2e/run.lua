@@ -106,6 +106,13 @@ function run.asan_runtime()
   return path ~= "" and path or nil
 end
 
+-- How many times the Lua pattern matches in text (nil: none).
+function run.count(text, pattern)
+  local n = 0
+  for _ in (text or ""):gmatch(pattern) do n = n + 1 end
+  return n
+end
+
 function run.lines(text)
   local out = {}
   for line in (text or ""):gmatch("([^\n]*)\n") do out[#out + 1] = line end

@@ -99,11 +99,7 @@ function h.count(lines)
 end
 
 -- How many lines of text match the Lua pattern.
-function h.count_matching(text, pattern)
-  local n = 0
-  for _ in (text or ""):gmatch(pattern) do n = n + 1 end
-  return n
-end
+h.count_matching = run.count
 
 -- Compares what was delivered (got) with the lines written (want, each
 -- line unique, in the order written): how many were lost, duplicated,
