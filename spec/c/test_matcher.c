@@ -34,6 +34,41 @@ static void expect_eval(const msg *m, const char *expr, bool want,
 #define MATCHES(m, expr) expect_eval((m), (expr), true, __FILE__, __LINE__)
 #define REJECTS(m, expr) expect_eval((m), (expr), false, __FILE__, __LINE__)
 
+/* matcher_constant: expr is decided without a message (and as `want`),
+ * or (is_constant false) it is not. */
+static void expect_constant(const char *expr, bool is_constant, bool want,
+                            const char *file, int line)
+{
+  char err[256], what[512];
+  matcher *mt = matcher_compile(expr, err, sizeof err);
+  bool value = !want;
+
+  snprintf(what, sizeof what, "%s: expected %s", expr,
+           !is_constant ? "not constant" : want ? "always true" : "always false");
+  check_at(mt && matcher_constant(mt, &value) == is_constant &&
+               (!is_constant || value == want), file, line, what);
+  matcher_free(mt);
+}
+
+#define ALWAYS(expr, want) expect_constant((expr), true, (want), __FILE__, __LINE__)
+#define DEPENDS(expr) expect_constant((expr), false, false, __FILE__, __LINE__)
+
+/* What a pipeline may decide once for every record (its passthrough). */
+static void test_constant(void)
+{
+  ALWAYS("TRUE", true);
+  ALWAYS("FALSE", false);
+  ALWAYS("(TRUE)", true);
+  ALWAYS("TRUE || Type == 'x'", true);
+  ALWAYS("FALSE && Type == 'x'", false);
+  ALWAYS("FALSE || TRUE", true);
+  ALWAYS("TRUE && FALSE", false);
+  DEPENDS("Type == 'x'");
+  DEPENDS("TRUE && Type == 'x'");
+  DEPENDS("FALSE || Payload =~ /a/");
+  DEPENDS("Fields[ok] == TRUE");
+}
+
 /* Compiling expr must fail with exactly `want` (or, with prefix_only, with
  * a message that starts with it). */
 static void expect_error(const char *expr, const char *want, bool prefix_only,
@@ -707,6 +742,7 @@ int main(void)
   test_logic(&sample);
   test_long_expressions(&sample);
   test_reuse(&sample);
+  test_constant();
   test_syntax_errors();
   test_literal_errors();
   test_field_errors();

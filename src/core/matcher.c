@@ -332,6 +332,19 @@ bool matcher_eval(const matcher *mt, const msg *m)
   return i == mt->ntests; /* ACCEPT; REJECT is ntests + 1 */
 }
 
+bool matcher_constant(const matcher *mt, bool *value)
+{
+  uint32_t i = 0;
+
+  while (i < mt->ntests) {
+    const test *t = &mt->tests[i];
+    if (t->subject != SUBJECT_CONSTANT) return false;
+    i = t->value.boolean ? t->on_holds : t->on_fails;
+  }
+  *value = i == mt->ntests;
+  return true;
+}
+
 /* ------------------------------------------------------------------------
  * Compilation
  * ------------------------------------------------------------------------ */

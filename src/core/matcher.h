@@ -37,6 +37,11 @@ matcher *matcher_compile(const char *expr, char *err, size_t errlen);
  * match limit makes its =~ or !~ false, and logs that the first time. */
 bool matcher_eval(const matcher *mt, const msg *m);
 
+/* True when mt's answer does not depend on the message (a bare TRUE or
+ * FALSE, or one that decides before its first comparison, as "TRUE ||
+ * Type == 'x'"): *value is that answer. */
+bool matcher_constant(const matcher *mt, bool *value);
+
 /* Frees a compiled matcher; NULL is allowed. */
 void matcher_free(matcher *mt);
 

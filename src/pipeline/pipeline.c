@@ -36,6 +36,7 @@
 #include "heap.h"
 #include "log.h"
 #include "metrics.h"
+#include "passthrough.h"
 #include "pipeline_internal.h"
 #include "run_stats.h"
 #include "sandbox_shelf.h"
@@ -60,9 +61,7 @@ static work_job *take_job(pipeline *pl)
   return job;
 }
 
-/* Out of memory for a record: it counts with the dead letters that could
- * not be written, and the run fails. */
-static void record_lost(pipeline *pl, input *in, uint64_t position)
+void pipeline_record_lost(pipeline *pl, input *in, uint64_t position)
 {
   log_error("input '%s': out of memory; record %" PRIu64 " is lost", in->name,
           position);
@@ -78,12 +77,16 @@ static void add_record(pipeline *pl, pl_source *src, const char *bytes,
 
   if (src->ckpt && pl->store.state_file && !src->ticket)
     src->ticket = checkpoint_ticket_new(src->ckpt);
+  if (src->owner->passthrough) {
+    passthrough_record(src, bytes, len, position, piece);
+    return;
+  }
   if (!src->job && !(src->job = take_job(pl))) {
-    record_lost(pl, in, position);
+    pipeline_record_lost(pl, in, position);
     return;
   }
   if (!work_job_add(src->job, bytes, len, position, piece, src->from))
-    record_lost(pl, in, position);
+    pipeline_record_lost(pl, in, position);
   else if (pl->probe.due)
     src->job->recs[src->job->nrecs - 1].due_us =
         pl->probe.due(pl->probe.ud, in, position);
@@ -197,8 +200,10 @@ static void on_chunk_done(void *ud, input *in)
 
   if (!job) {
     if (src->ticket) src->ticket->end = handed_on(src);
+    if (src->owner->passthrough) passthrough_read_done(src);
     checkpoint_unref(src->ticket);
     src->ticket = NULL;
+    if (src->owner->passthrough) apply_backpressure(pl);
     return;
   }
   if (!src->w) pipeline_source_place(src);
@@ -251,12 +256,8 @@ static void source_finished(pipeline *pl, pl_source *src)
   pi->kind->source_finished(pi, src);
 }
 
-/* What routing the job counted goes to the pipeline's counters (a tick's
- * to no input's). */
-static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
+void pipeline_add_counts(pipeline *pl, pl_input *pi, const router_counts *c)
 {
-  const router_counts *c = &job->counts;
-
   if (pi) {
     pi->records += c->records;
     pi->overlong += c->overlong;
@@ -275,8 +276,6 @@ static void add_counts(pipeline *pl, pl_input *pi, const work_job *job)
     f->ticks_failed += c->filters[i].ticks_failed;
   }
   pl->unrouted += c->unrouted;
-  pl->routed_dead_letters += job->dead_letters;
-  pl->routed_dead_letter_bytes += job->dead_letter_bytes;
   for (size_t i = 0; i < pl->noutputs; i++) {
     pl->outputs[i].encoded.matched += c->outputs[i].matched;
     pl->outputs[i].encoded.failed += c->outputs[i].failed;
@@ -289,7 +288,9 @@ static void adopt(pipeline *pl, work_job *job)
 {
   pl_source *src = job->source;
 
-  add_counts(pl, src ? src->owner : NULL, job);
+  pipeline_add_counts(pl, src ? src->owner : NULL, &job->counts);
+  pl->routed_dead_letters += job->dead_letters;
+  pl->routed_dead_letter_bytes += job->dead_letter_bytes;
   job->worker->stopped_role = job->stopped_role;
   job->worker->stopped_name = job->stopped_name;
   pl->bytes_at_workers -= job_weight(job);

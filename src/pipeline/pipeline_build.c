@@ -17,6 +17,7 @@
 #include "fd_limit.h"
 #include "heap.h"
 #include "log.h"
+#include "passthrough.h"
 #include "pipeline_internal.h"
 #include "sandbox_shelf.h"
 
@@ -642,6 +643,7 @@ pipeline *pipeline_create(const config *cfg, uv_loop_t *loop, char *err,
       build_filters(pl, err, errlen) != 0 ||
       build_inputs(pl, err, errlen) != 0 ||
       build_dead_letter(pl, err, errlen) != 0 ||
+      passthrough_plan(pl, err, errlen) != 0 ||
       start_workers(pl, err, errlen) != 0) {
     pipeline_destroy(pl);
     return NULL;
@@ -761,6 +763,7 @@ int pipeline_destroy(pipeline *pl)
   join_matcher_free(pl->join_matcher);
   free(pl->kind_states);
   free(pl->digests);
+  passthrough_free(pl);
   sandbox_watchdog_stop(pl->wd);
   free(pl->inputs);
   free(pl->outputs);

@@ -236,25 +236,32 @@ void router_flush(router *r)
   route_all(r);
 }
 
-void router_record(router *r, router_input *ri, const msg_origin *o,
-                   unsigned piece)
+bool router_piece_goes_on(const router_input *ri, router_counts *c,
+                          dead_letter *dl, const msg_origin *o, unsigned piece)
 {
-  router_counts *c = r->counts;
-
   if (piece <= 1) c->records++;
   c->overlong += piece == 1;
   if (piece > 1 && ri->long_lines == LONG_LINES_TRUNCATE) {
     c->truncated++;
-    return;
+    return false;
   }
   if (piece && ri->long_lines == LONG_LINES_DEAD_LETTER) {
     char reason[128];
     snprintf(reason, sizeof reason, "line longer than max_line (%zu bytes): "
              "piece %u", ri->max_line, piece);
     c->dead++;
-    dead_letter_write(r->dl, "input", ri->name, reason, o);
-    return;
+    dead_letter_write(dl, "input", ri->name, reason, o);
+    return false;
   }
+  return true;
+}
+
+void router_record(router *r, router_input *ri, const msg_origin *o,
+                   unsigned piece)
+{
+  router_counts *c = r->counts;
+
+  if (!router_piece_goes_on(ri, c, r->dl, o, piece)) return;
   if ((r->nwaiting && ri != r->waiting_input) ||
       r->nwaiting == ROUTER_BATCH || r->batch.len >= ROUTER_BATCH)
     router_flush(r);

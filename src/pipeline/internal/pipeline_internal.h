@@ -37,6 +37,7 @@ typedef struct {
   uint64_t write_failed;     /* records the sink could not write */
   router_output_counts encoded; /* matched, and the encoder's failed and
                                    skipped */
+  bool passes;               /* the passthrough writes every record to it */
 } pl_output;
 
 
@@ -71,6 +72,8 @@ struct pl_source {
   worker *w;                 /* its jobs' worker, and the decoder there: */
   router_input *ri;          /* set as its first job goes */
   line_joiner join;          /* rule NULL: lines are records */
+  uint64_t read_us;          /* passthrough: when the read being cut was
+                                handed on (uv_hrtime in us); 0: not yet */
 };
 
 struct pl_input {
@@ -90,6 +93,7 @@ struct pl_input {
   const struct input_kind *kind;
   void *state;               /* the kind's own */
   bool keep_cr;              /* its sources keep a CR before LF */
+  bool passthrough;          /* its records skip the workers (passthrough.h) */
   bool done;                 /* read all it will; jobs came back */
   /* Counted by the jobs that came back. */
   uint64_t records, overlong, truncated, dead;
@@ -154,7 +158,9 @@ struct pipeline {
   const char *metrics_path;  /* NULL: no metrics file */
   unsigned metrics_interval_ms;
   bool metrics_failing;      /* the last write failed, and was logged */
-  uint64_t jobs_back, jobs_back_seen; /* jobs come back: not quiet */
+  /* Jobs came back or reads passed through: not quiet. */
+  uint64_t jobs_back, jobs_back_seen;
+  router_counts passed;      /* the passthrough's, until its read is done */
   bool heap_dirty;           /* memory was freed since the last release */
   bool stopping, paused, handles_closed;
   bool past_deadline;        /* stop_timeout_ms passed: queues fail */
@@ -183,6 +189,12 @@ void pipeline_input_done(pl_input *pi);
 bool pipeline_writes(pipeline *pl, const struct stat *sb);
 output_events pipeline_sink_events(pipeline *pl);
 void pipeline_jobs_back(uv_async_t *a);
+/* What routing counted (a job's, or the passthrough's) goes to the
+ * pipeline's counters, and input pi's (NULL: a tick's, of no input). */
+void pipeline_add_counts(pipeline *pl, pl_input *pi, const router_counts *c);
+/* Out of memory for a record: it counts with the dead letters that could
+ * not be written, and the run fails. */
+void pipeline_record_lost(pipeline *pl, input *in, uint64_t position);
 /* What the loop iteration queued goes to the workers (worker_send). */
 void pipeline_send_before(uv_prepare_t *h);
 void pipeline_send_after(uv_check_t *h);

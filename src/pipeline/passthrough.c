@@ -1,0 +1,105 @@
+/* passthrough.c - see passthrough.h. */
+#include "passthrough.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "matcher.h"
+#include "plugin.h"
+
+/* Whether output o takes every record (*all) or none, as read: false when
+ * its records need a worker. */
+static bool output_passes(const pl_output *o, bool *all, char *err,
+                          size_t errlen)
+{
+  const config_plugin *p = o->cfg;
+  matcher *mt = matcher_compile(p->message_matcher, err, errlen);
+  bool constant = mt && matcher_constant(mt, all);
+
+  matcher_free(mt);
+  if (!constant || !*all) return constant;
+  return !p->encoder && !p->type->output->route;
+}
+
+int passthrough_plan(pipeline *pl, char *err, size_t errlen)
+{
+  char why[256];
+
+  if (pl->nfilters) return 0;
+  for (size_t i = 0; i < pl->noutputs; i++)
+    if (!output_passes(&pl->outputs[i], &pl->outputs[i].passes, why,
+                       sizeof why))
+      return 0;
+  pl->passed.outputs = calloc(pl->noutputs ? pl->noutputs : 1,
+                              sizeof *pl->passed.outputs);
+  if (!pl->passed.outputs) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < pl->ninputs; i++) {
+    pl_input *pi = &pl->inputs[i];
+    pi->passthrough = !pi->ri.decoder_name;
+    if (pi->passthrough)
+      log_debug("input '%s': its records go straight to the outputs (no "
+                "decoder, filter or encoder touches them)", pi->name);
+  }
+  return 0;
+}
+
+/* Every output that passes takes every message the passthrough makes:
+ * counted once a read, not per record. */
+void passthrough_record(pl_source *src, const char *bytes, size_t len,
+                        uint64_t position, unsigned piece)
+{
+  pl_input *pi = src->owner;
+  pipeline *pl = pi->pl;
+  msg_origin o = {pi->name, position, src->in.is_offset, bytes, len,
+                  src->ticket, src->names_file ? src->in.path : NULL,
+                  src->from, src->read_us};
+
+  if (pl->probe.due) o.read_us = pl->probe.due(pl->probe.ud, &src->in, position);
+  else if (!o.read_us) o.read_us = src->read_us = uv_hrtime() / 1000;
+  if (!piece) pl->passed.records++;
+  else if (!router_piece_goes_on(&pi->ri, &pl->passed, &pl->dl, &o, piece))
+    return;
+  pl->passed.messages++;
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    pl_output *out = &pl->outputs[i];
+    buf *b = &out->sink.pending;
+    if (!out->passes) continue;
+    if (!buf_append(b, bytes, len) || (out->newline && !buf_append(b, "\n", 1))) {
+      b->len = out->sink.committed;
+      pipeline_record_lost(pl, &src->in, position);
+      continue;
+    }
+    output_commit(&out->sink, &o, false);
+  }
+}
+
+void passthrough_read_done(pl_source *src)
+{
+  pipeline *pl = src->owner->pl;
+  router_counts *c = &pl->passed;
+  router_output_counts *outputs = c->outputs;
+  bool taken = false;
+
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    outputs[i] = (router_output_counts){0};
+    if (!pl->outputs[i].passes) continue;
+    outputs[i].matched = c->messages;
+    taken = true;
+  }
+  if (!taken) c->unrouted = c->messages;
+  src->read_us = 0;
+  pipeline_add_counts(pl, src->owner, c);
+  *c = (router_counts){.outputs = outputs};
+  pl->jobs_back++;
+  pipeline_each_sink(pl, output_flush);
+}
+
+void passthrough_free(pipeline *pl)
+{
+  free(pl->passed.outputs);
+  pl->passed.outputs = NULL;
+}
