@@ -48,7 +48,7 @@ describe("kafka_output", function()
     b = k.start()
     k.create_topics(b, { logs = 3, keyed = 3, ["by-web"] = 1, ["by-db"] = 1, ["codec-gzip"] = 1,
                          ["codec-snappy"] = 1, ["codec-lz4"] = 1, ["codec-zstd"] = 1, capped = 1, ["app-logs"] = 3,
-                         sized = 1 })
+                         sized = 1, raw = 1 })
   end)
 
   teardown(function()
@@ -76,6 +76,26 @@ describe("kafka_output", function()
       -- The producer's wall clock (CreateTime), in ms, set by lumberjit.
       assert.is_true(rec.timestamp >= started_ms and rec.timestamp <= os.time() * 1000 + 1000,
                      "timestamp " .. rec.timestamp)
+    end
+    run.cleanup(r.dir)
+  end)
+
+  it("sends lines as read, with neither decoder nor encoder, straight from the loop (the passthrough)", function()
+    local lines = syslog_lines(2000, { "alpha", "beta" })
+    local r = run.lumberjit{ config = ([[
+lumberjit = { dead_letter_path = "dead.json", log_level = "debug" }
+input = { type = "stdin_input" }
+kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s", topic = "raw", key = "static-key" }
+]]):format(b.bootstrap), input = lines }
+    assert.are.equal(0, r.status, r.stderr)
+    assert.truthy(r.stderr:find("input 'input': its records go straight to the outputs", 1, true))
+    assert.truthy(r.stderr:find("output 'kafka': 2000 delivered, 0 failed", 1, true))
+    local records = k.consume(b, "raw", { min = 2000 })
+    local want = run.lines(lines)
+    assert.are.equal(#want, #records)
+    for i, rec in ipairs(records) do
+      assert.are.equal(want[i], rec.value) -- one partition: in order
+      assert.are.equal("static-key", rec.key)
     end
     run.cleanup(r.dir)
   end)

@@ -8,10 +8,30 @@
 #include "matcher.h"
 #include "plugin.h"
 
+/* The head of output o's records when it is the same for every message
+ * (output_route.fixed), made once; false when it is not, or cannot be made. */
+static bool fixed_head(pl_output *o, char *err, size_t errlen)
+{
+  const config_plugin *p = o->cfg;
+  const output_route *route;
+  void *state;
+  bool fixed;
+  msg m;
+
+  if (p->type->output->route(p, &route, &state, err, errlen) != 0) return false;
+  fixed = route->fixed && route->fixed(state);
+  if (fixed) {
+    msg_init(&m);
+    fixed = route->head(state, &m, &o->pass_head) == NULL;
+    msg_free(&m);
+  }
+  route->free(state);
+  return fixed;
+}
+
 /* Whether output o takes every record (*all) or none, as read: false when
  * its records need a worker. */
-static bool output_passes(const pl_output *o, bool *all, char *err,
-                          size_t errlen)
+static bool output_passes(pl_output *o, bool *all, char *err, size_t errlen)
 {
   const config_plugin *p = o->cfg;
   matcher *mt = matcher_compile(p->message_matcher, err, errlen);
@@ -19,7 +39,8 @@ static bool output_passes(const pl_output *o, bool *all, char *err,
 
   matcher_free(mt);
   if (!constant || !*all) return constant;
-  return !p->encoder && !p->type->output->route;
+  if (p->encoder) return false;
+  return !p->type->output->route || fixed_head(o, err, errlen);
 }
 
 int passthrough_plan(pipeline *pl, char *err, size_t errlen)
@@ -67,13 +88,17 @@ void passthrough_record(pl_source *src, const char *bytes, size_t len,
   for (size_t i = 0; i < pl->noutputs; i++) {
     pl_output *out = &pl->outputs[i];
     buf *b = &out->sink.pending;
+    size_t head = out->pass_head.len;
     if (!out->passes) continue;
-    if (!buf_append(b, bytes, len) || (out->newline && !buf_append(b, "\n", 1))) {
+    if ((head && !buf_append(b, out->pass_head.data, head)) ||
+        !buf_append(b, bytes, len) ||
+        (out->newline && !buf_append(b, "\n", 1))) {
       b->len = out->sink.committed;
       pipeline_record_lost(pl, &src->in, position);
       continue;
     }
-    output_commit(&out->sink, &o, false);
+    if (head) output_commit_routed(&out->sink, &o, (uint32_t)head);
+    else output_commit(&out->sink, &o, false);
   }
 }
 
@@ -100,6 +125,7 @@ void passthrough_read_done(pl_source *src)
 
 void passthrough_free(pipeline *pl)
 {
+  for (size_t i = 0; i < pl->noutputs; i++) buf_free(&pl->outputs[i].pass_head);
   free(pl->passed.outputs);
   pl->passed.outputs = NULL;
 }

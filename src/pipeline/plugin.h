@@ -78,6 +78,9 @@ typedef struct output_route {
    * (the record then goes to the dead-letter path with that reason). */
   const char *(*head)(void *state, const struct msg *m, buf *b);
   void (*free)(void *state);
+  /* The head is the same for every message (a static topic, no key): the
+   * passthrough makes it once (passthrough.h). NULL: it never is. */
+  bool (*fixed)(const void *state);
 } output_route;
 
 /* What an output type does in the pipeline. */

@@ -88,7 +88,15 @@ static void free_route(void *state)
   free(o);
 }
 
-static const output_route kafka_head_route = {write_head, free_route};
+static bool fixed_head(const void *state)
+{
+  const kafka_route *o = state;
+
+  return o->topic_static && (!o->key || record_template_is_static(o->key));
+}
+
+static const output_route kafka_head_route = {write_head, free_route,
+                                              fixed_head};
 
 int kafka_route_new(const char *topic, const char *key,
                     const output_route **route, void **state, char *err,

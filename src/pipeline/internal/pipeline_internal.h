@@ -37,7 +37,8 @@ typedef struct {
   uint64_t write_failed;     /* records the sink could not write */
   router_output_counts encoded; /* matched, and the encoder's failed and
                                    skipped */
-  bool passes;               /* the passthrough writes every record to it */
+  bool passes;               /* the passthrough writes every record to it, */
+  buf pass_head;             /* after this head (plugin.h: output_route) */
 } pl_output;
 
 
