@@ -7,27 +7,34 @@
 -- the checkpoint file, the disk buffer's cursor and one of its segments cut
 -- at a random byte offset, with bytes changed before the cut). The next
 -- run, with the broker back, must start, say what it repaired, and lose
--- nothing but what the damage took.
+-- nothing but what the damage took. Every other round, that run is killed
+-- too, mostly while it drains the disk buffer (capped at 1,000 records a
+-- second, a second's worth at once), its state cut again the same way, and
+-- a third run must do the same.
 --
 -- The rounds are seeded (KAFKA_POWER_CUT_SEED; KAFKA_POWER_CUT_ROUNDS, 6
 -- by default, 2 on an ASan build; KAFKA_POWER_CUT_KEEP keeps each round's
 -- directory). The broker starts, and stops, once: every round's first run
--- is made while it is stopped, then every round's second run once it is
--- back, each round with its own lines ("kpcSEED N ...") in one topic.
+-- is made while it is stopped, then the others once it is back, each
+-- round with its own lines ("kpcSEED N ...") in one topic.
 -- The oracle, per round, is power_cut_spec's:
---   * every line written that is not lost by the cut (a record of the
---     damaged segment at or after its first damaged byte) is in the topic;
---     nothing else is (no torn or merged record);
---   * lumberjit logs each repair: the segment's (the bytes cut exactly, the
---     records exactly unless a length field changed), a checkpoint file or
---     cursor cut short said to be damaged;
---   * the second run exits 0 on SIGTERM;
+--   * every line written that is not lost by a cut (a record of a damaged
+--     segment at or after its first damaged byte) is in the topic; nothing
+--     else is (no torn or merged record);
+--   * the run after each cut logs its repairs: the segment's (the bytes cut
+--     exactly, the records exactly unless a length field changed; none of
+--     a segment before the cursor's, which is deleted unread as
+--     acknowledged), a checkpoint file or cursor cut short said to be
+--     damaged;
+--   * the last run exits 0 on SIGTERM;
 -- and, for Kafka, duplicates only as the README says: the broker was away
--- for the whole first run, so the only record sent twice is a line read
--- again by the second run while its copy on disk is sent too: with the
--- checkpoint file whole, only lines at or after its offset (those
--- acknowledged since its last save); with it damaged, any (the file is
--- read again from its head).
+-- for the whole first run, so in a round of two runs the only record sent
+-- twice is a line read again by the second run while its copy on disk is
+-- sent too: with the checkpoint file whole, only lines at or after its
+-- offset (those acknowledged since its last save); with it damaged, any
+-- (the file is read again from its head). A crash while draining sends
+-- again what was sent since the cursor was saved (all of the disk buffer
+-- if the cursor is damaged): those rounds bound nothing.
 local run = dofile("spec/e2e/run.lua")
 local h = dofile("spec/e2e/syslog_harness.lua")
 local k = dofile("spec/e2e/kafka_harness.lua")
@@ -52,13 +59,14 @@ with open("in.log", "ab", buffering=0) as f:
 
 -- The lines as read are the records' values (the payload encoder); small
 -- segments, so that a round has several.
-local function config(bootstrap)
+local function config(bootstrap, cap)
   return 'lumberjit = { dead_letter_path = "dead.log", state_dir = "state", checkpoint_interval_ms = 20, '
     .. 'stop_timeout_ms = 2000 }\n'
     .. 'app = { type = "tail_input", paths = { "in.log" }, scan_interval_ms = 20, read_from_head = true }\n'
     .. 'payload = { type = "encoder", filename = "encoders/payload.lua" }\n'
     .. 'kafka = { type = "kafka_output", message_matcher = "TRUE", encoder = "payload", brokers = "'
-    .. bootstrap .. '", topic = "' .. TOPIC .. '", disk_buffer = { path = "buffer", segment_bytes = 16384 } }\n'
+    .. bootstrap .. '", topic = "' .. TOPIC .. '", disk_buffer = { path = "buffer", segment_bytes = 16384 }'
+    .. (cap and ", max_messages_per_second = " .. cap or "") .. ' }\n'
 end
 
 local function kill9(dir, name)
@@ -86,7 +94,7 @@ local function topic_values(b, dir)
   return seen
 end
 
-local totals = { rounds = 0, lost = 0, arrived = 0, duplicates = 0, segment_repairs = 0,
+local totals = { drain_crashes = 0, rounds = 0, lost = 0, arrived = 0, duplicates = 0, segment_repairs = 0,
                  checkpoint_repairs = 0, cursor_repairs = 0, written = 0, examples = {} }
 -- Every line of every round: a value in the topic that is none of them is
 -- torn or merged.
@@ -94,10 +102,10 @@ local written = {}
 
 -- A round's first run, while the broker is stopped, and the power cut;
 -- returns what its second run needs.
-local function cut(seed, b)
+local function cut(seed, b, drain_crash)
   math.randomseed(seed)
   local dir = h.tmpdir()
-  local r = { seed = seed, dir = dir, expected = {}, at = {}, lost = {}, what = {} }
+  local r = { seed = seed, dir = dir, expected = {}, at = {}, lost = {}, what = {}, drain_crash = drain_crash }
   local offset = 0
   for i = 1, LINES do
     local line = string.format("kpc%d %06d %s", seed, i, string.rep("x", math.random(0, 120)))
@@ -137,9 +145,56 @@ local function cut(seed, b)
   return r
 end
 
--- A round's second run, with the broker up; asserts the oracle.
+-- Asserts what the log of the run after a power cut says of its repairs.
+-- With a cursor the run used, a segment before the cursor's was deleted
+-- unread, as acknowledged: nothing to say of it.
+local function check_repairs(seg, checkpoint_cut, cursor_cut, cursor_seq, log, context)
+  local cursor_used = cursor_seq and not log:find("cannot use its cursor file")
+  if seg and not (cursor_used and tonumber(seg.name:match("%d+")) < cursor_seq)
+     and pc.check_segment(seg, log, context) then
+    totals.segment_repairs = totals.segment_repairs + 1
+  end
+  if checkpoint_cut then
+    assert.truthy(log:find("checkpoint [^\n]*: damaged"), context)
+    totals.checkpoint_repairs = totals.checkpoint_repairs + 1
+  end
+  if cursor_cut then
+    assert.truthy(log:find("cannot use its cursor file"), context)
+    totals.cursor_repairs = totals.cursor_repairs + 1
+  end
+  pc.note_repairs(log, totals.examples)
+end
+
+-- For a round that crashes while the disk buffer drains: a second run with
+-- the broker up and the drain capped, killed with kill -9 at a random
+-- moment of it (the drain takes about two seconds), and a second power cut,
+-- whose lost lines join the first's. Asserts the first cut's repairs.
+local function crash_while_draining(r, b)
+  local dir = r.dir
+  math.randomseed(r.seed + 1000000)
+  run.write(dir .. "/config.lua", config(b.bootstrap, 1000))
+  h.spawn(dir, "drain", run.quote(run.bin) .. " -c config.lua", 60)
+  assert(h.wait_until(function() return (run.read(dir .. "/drain.err") or ""):find("partitions on 1 broker") end, 30),
+    run.read(dir .. "/drain.err"))
+  h.sleep(string.format("%.3f", math.random(0, 2000) / 1000))
+  kill9(dir, "drain")
+  local log = run.read(dir .. "/drain.err") or ""
+  check_repairs(r.seg, r.checkpoint_cut, r.cursor_cut, nil, log,
+    "seed " .. r.seed .. " in " .. dir .. ": " .. table.concat(r.what, "; ") .. "\n" .. log)
+  -- Where the drain's cursor was last saved.
+  r.cursor_seq = tonumber((run.read(dir .. "/buffer/cursor") or ""):match("segment (%d+)"))
+  r.what[#r.what + 1] = "killed while draining, then"
+  r.seg = pc.cut_segment(dir .. "/buffer", r.lost, r.what)
+  r.checkpoint_cut = pc.damage_file(dir .. "/state/checkpoints", "checkpoints", r.what)
+  r.cursor_cut = pc.damage_file(dir .. "/buffer/cursor", "cursor", r.what)
+  r.resume = nil
+  run.write(dir .. "/config.lua", config(b.bootstrap))
+end
+
+-- A round's last run, with the broker up; asserts the oracle.
 local function recover(r, b)
   local dir = r.dir
+  if r.drain_crash then crash_while_draining(r, b) end
   h.spawn(dir, "lumberjit2", run.quote(run.bin) .. " -c config.lua", 120)
   local want = {}
   for _, line in ipairs(r.expected) do
@@ -175,23 +230,13 @@ local function recover(r, b)
     end
   end
 
-  if r.seg and pc.check_segment(r.seg, log, context) then
-    totals.segment_repairs = totals.segment_repairs + 1
-  end
-  if r.checkpoint_cut then
-    assert.truthy(log:find("checkpoint [^\n]*: damaged"), context)
-    totals.checkpoint_repairs = totals.checkpoint_repairs + 1
-  end
-  if r.cursor_cut then
-    assert.truthy(log:find("cannot use its cursor file"), context)
-    totals.cursor_repairs = totals.cursor_repairs + 1
-  end
-  pc.note_repairs(log, totals.examples)
+  check_repairs(r.seg, r.checkpoint_cut, r.cursor_cut, r.cursor_seq, log, context)
   local n_lost = 0
   for line in pairs(r.lost) do
     if not seen[line] then n_lost = n_lost + 1 end
   end
   totals.rounds = totals.rounds + 1
+  totals.drain_crashes = totals.drain_crashes + (r.drain_crash and 1 or 0)
   totals.written = totals.written + #r.expected
   totals.lost = totals.lost + n_lost
   totals.arrived = totals.arrived + got
@@ -216,7 +261,7 @@ describe("a power cut with a kafka_output's disk buffer", function()
     local failed, rounds = {}, {}
     k.stop(b)
     for i = 0, ROUNDS - 1 do
-      local ok, r = pcall(cut, SEED + i, b)
+      local ok, r = pcall(cut, SEED + i, b, i % 2 == 1)
       if ok then rounds[#rounds + 1] = r else failed[#failed + 1] = tostring(r) end
     end
     k.restart(b)
@@ -224,9 +269,10 @@ describe("a power cut with a kafka_output's disk buffer", function()
       local ok, err = pcall(recover, r, b)
       if not ok then failed[#failed + 1] = tostring(err) end
     end
-    io.stderr:write(string.format("\nkafka power cut: %d rounds from seed %d, %d passed; %d lines written, %d "
-      .. "arrived (%d more times as duplicates), %d lost by the cut; repaired %d segments, %d checkpoint "
-      .. "files, %d cursors\n", ROUNDS, SEED, totals.rounds, totals.written, totals.arrived,
+    io.stderr:write(string.format("\nkafka power cut: %d rounds from seed %d, %d passed (%d of them killed while "
+      .. "draining and cut again); %d lines written, %d arrived (%d more times as duplicates), %d lost by the "
+      .. "cuts; repaired %d segments, %d checkpoint files, %d cursors\n", ROUNDS, SEED, totals.rounds,
+      totals.drain_crashes, totals.written, totals.arrived,
       totals.duplicates, totals.lost, totals.segment_repairs, totals.checkpoint_repairs,
       totals.cursor_repairs))
     for _, line in pairs(totals.examples) do io.stderr:write("  ", line, "\n") end
