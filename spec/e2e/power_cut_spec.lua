@@ -28,6 +28,7 @@
 --   * the second run exits 0 on SIGTERM.
 local h = dofile("spec/e2e/syslog_harness.lua")
 local run = dofile("spec/e2e/run.lua")
+local pc = dofile("spec/e2e/power_cut.lua")
 
 -- Fewer on an AddressSanitizer build, which runs each round slower.
 local ROUNDS = tonumber(os.getenv("POWER_CUT_ROUNDS") or (run.asan_runtime() and "4" or "8"))
@@ -87,69 +88,6 @@ local function config(port)
     .. 'disk_buffer = { path = "buffer", segment_bytes = 16384 } }\n'
 end
 
-local function u32(s, at)
-  local a, b, c, d = s:byte(at + 1, at + 4)
-  return a + b * 256 + c * 65536 + d * 16777216
-end
-
--- The records of a segment's bytes: { start, stop (past its end), line }.
-local function parse_segment(bytes)
-  local recs, off = {}, 8
-  while off + 8 <= #bytes do
-    local len = u32(bytes, off)
-    if off + 8 + len > #bytes then break end
-    local p = bytes:sub(off + 9, off + 8 + len)
-    local name_len = p:byte(1) + p:byte(2) * 256
-    local head = u32(p, 2 + name_len + 9)
-    local line = p:sub(2 + name_len + 14 + head):gsub("\n$", "")
-    recs[#recs + 1] = { start = off, stop = off + 8 + len, line = line }
-    off = off + 8 + len
-  end
-  return recs
-end
-
--- The records the disk queue counts from off on (disk_queue.c's
--- records_from): the one there, then while the lengths stay in the file.
-local function records_from(bytes, off)
-  local n = 0
-  while off < #bytes do
-    n = n + 1
-    if #bytes - off < 8 then break end
-    local len = u32(bytes, off)
-    if len > #bytes - off - 8 then break end
-    off = off + 8 + len
-  end
-  return n
-end
-
--- Cuts bytes at a random offset and changes up to 3 bytes of the 256
--- before the cut. Returns the damaged bytes, the cut, and the changed
--- offsets (0-based, sorted).
-local function damage(bytes)
-  local cut = math.random(0, #bytes)
-  local out = bytes:sub(1, cut)
-  local changed = {}
-  if cut > 0 then
-    for _ = 1, math.random(0, 3) do
-      local at = math.random(math.max(0, cut - 256), cut - 1)
-      local byte = (out:byte(at + 1) + math.random(1, 255)) % 256
-      out = out:sub(1, at) .. string.char(byte) .. out:sub(at + 2)
-      changed[#changed + 1] = at
-    end
-  end
-  table.sort(changed)
-  return out, cut, changed
-end
-
-local function listing(dir, pattern)
-  local names = {}
-  local p = io.popen("cd " .. run.quote(dir) .. " 2>/dev/null && ls " .. pattern .. " 2>/dev/null")
-  for name in p:lines() do names[#names + 1] = name end
-  p:close()
-  table.sort(names)
-  return names
-end
-
 local function kill9(dir, name)
   h.sh(dir, "pid=$(cat " .. name .. ".pid); kill -KILL $(cat /proc/$pid/task/$pid/children) 2>/dev/null")
   return h.wait_exit(dir, name, 10)
@@ -186,57 +124,12 @@ local function round(seed)
   kill9(dir, "lumberjit")
   assert.are.equal(0, h.wait_exit(dir, "writer", 30))
 
-  -- The power cut: the segment (the last one mostly, as a cut hits what
-  -- was written last), the checkpoint file and the cursor.
+  -- The power cut: a segment, the checkpoint file and the cursor.
   local what = {}
   local lost = {}
-  local segs = listing(dir .. "/buffer", "*.seg")
-  local seg_damage
-  if #segs > 0 and math.random() < 0.9 then
-    local name = segs[math.random() < 0.75 and #segs or math.random(1, #segs)]
-    local path = dir .. "/buffer/" .. name
-    local before = run.read(path)
-    local after, cut, changed = damage(before)
-    run.write(path, after)
-    local d = math.min(cut, changed[1] or cut)
-    local recs = parse_segment(before)
-    -- The last segment when the disk queue opens: those after it that
-    -- hold no header yet (a kill as one was made) are deleted first.
-    local last = true
-    for _, later in ipairs(segs) do
-      if later > name and run.size(dir .. "/buffer/" .. later) >= 8 then last = false end
-    end
-    seg_damage = { name = name, last = last, size = #after, d = d, header = d < 8,
-                   records = 0, visible = 0, lengths_changed = false }
-    local first_lost
-    for _, r in ipairs(recs) do
-      if r.stop > d or d < 8 then
-        lost[r.line] = true
-        seg_damage.records = seg_damage.records + 1
-        first_lost = first_lost or r
-        if r.start < #after then seg_damage.visible = seg_damage.visible + 1 end
-        for _, at in ipairs(changed) do
-          if at >= r.start and at < r.start + 4 then seg_damage.lengths_changed = true end
-        end
-      end
-    end
-    -- Where lumberjit cuts: the first record that is not whole and good.
-    seg_damage.cut_at = first_lost and first_lost.start or nil
-    if seg_damage.cut_at and seg_damage.cut_at >= #after then seg_damage.cut_at = nil end
-    if seg_damage.cut_at then seg_damage.count = records_from(after, seg_damage.cut_at) end
-    what[#what + 1] = string.format("%s cut at %d of %d, %d bytes changed, %d records lost", name, cut,
-      #before, #changed, seg_damage.records)
-  end
-  local function damage_file(path, key)
-    local before = run.read(path)
-    if not before or math.random() >= 0.6 then return nil end
-    local after, cut, changed = damage(before)
-    run.write(path, after)
-    what[#what + 1] = string.format("%s cut at %d of %d, %d bytes changed", key, cut, #before, #changed)
-    return cut <= #before - 2
-  end
-  local checkpoint_cut = damage_file(dir .. "/state/checkpoints", "checkpoints")
-  local cursor_cut = damage_file(dir .. "/buffer/cursor", "cursor")
+  local seg_damage = pc.cut_segment(dir .. "/buffer", lost, what)
+  local checkpoint_cut = pc.damage_file(dir .. "/state/checkpoints", "checkpoints", what)
+  local cursor_cut = pc.damage_file(dir .. "/buffer/cursor", "cursor", what)
 
   -- Run 2: the receiver is up.
   h.spawn(dir, "receiver", "python3 receiver.py " .. port, 60)
@@ -274,29 +167,8 @@ local function round(seed)
     got = got + 1
   end
 
-  if seg_damage then
-    local n = seg_damage.name:gsub("%.", "%%.")
-    if seg_damage.header and seg_damage.size < 8 and seg_damage.d == seg_damage.size then
-      -- Cut inside its header, nothing changed: deleted, if it was not
-      -- empty of bytes too (a file of no bytes is a header's beginning).
-      assert.truthy(log:find("deleted segment %d+, whose creation a crash cut short"), context)
-    elseif seg_damage.header then
-      assert.truthy(log:find(n .. " does not start with the header"), context)
-    elseif seg_damage.cut_at then
-      local bytes, records
-      if seg_damage.last then
-        bytes, records = log:match("cut (%d+) bytes off the end of " .. n .. " at offset %d+, (%d+) records")
-      else
-        records, bytes = log:match(n .. " is corrupt at offset %d+: cut there, losing (%d+) records %((%d+) bytes%)")
-      end
-      assert.truthy(bytes, context)
-      assert.are.equal(seg_damage.size - seg_damage.cut_at, tonumber(bytes), context)
-      assert.are.equal(seg_damage.count, tonumber(records), context)
-      if not seg_damage.lengths_changed then
-        assert.are.equal(seg_damage.visible, tonumber(records), context)
-      end
-    end
-    if seg_damage.cut_at or seg_damage.header then totals.segment_repairs = totals.segment_repairs + 1 end
+  if seg_damage and pc.check_segment(seg_damage, log, context) then
+    totals.segment_repairs = totals.segment_repairs + 1
   end
   if checkpoint_cut then
     assert.truthy(log:find("checkpoint [^\n]*: damaged"), context)
@@ -308,12 +180,7 @@ local function round(seed)
   end
 
   -- The first line of each kind of repair, for the report at the end.
-  for line in log:gmatch("[^\n]*warning[^\n]*") do
-    local kind = line:match("(cut %d+ bytes off the end)") and "torn tail" or line:match("is corrupt") and "corrupt"
-      or line:match("deleted segment") and "deleted" or line:match("does not start") and "moved aside"
-      or line:match("checkpoint .*damaged") and "checkpoint" or line:match("cursor file") and "cursor" or line
-    totals.examples[kind] = totals.examples[kind] or line:gsub("^%S+ ", "")
-  end
+  pc.note_repairs(log, totals.examples)
   local n_lost = 0
   for line in pairs(lost) do
     if not seen[line] then n_lost = n_lost + 1 end

@@ -35,20 +35,17 @@ function h.setup(patterns, opts)
   return dir
 end
 
--- Starts lumberjit in the background; `pid` holds the pid of the timeout
--- wrapping it, which passes SIGTERM on. opts.prefix runs first in the
--- shell that execs it (a ulimit); opts.wrap is a command that runs it
--- (setpriv).
+-- Starts lumberjit in the background and returns once it is ready;
+-- `pid` holds the pid of the timeout wrapping it, which passes SIGTERM on.
+-- opts.prefix runs first in the shell that execs it (a ulimit); opts.wrap
+-- is a command that runs it (setpriv).
 function h.start(dir, opts)
   opts = opts or {}
-  h.sh(dir, string.format("rm -f status pid; (sh -c '%s echo $$ > pid; exec %s timeout -s KILL 60 %s -c config.lua' "
-    .. "2>> stderr; echo $? > status) &", opts.prefix or "", opts.wrap or "", run.quote(run.bin)))
-  for _ = 1, 100 do
-    if run.read(dir .. "/pid") then break end
-    h.sleep(0.02)
-  end
+  h.listen_for_ready(dir)
+  h.sh(dir, string.format("(sh -c 'NOTIFY_SOCKET=\"$PWD/notify.sock\"; export NOTIFY_SOCKET; %s echo $$ > pid; "
+    .. "exec %s timeout -s KILL 60 %s -c config.lua' 2>> stderr; echo $? > status) &",
+    opts.prefix or "", opts.wrap or "", run.quote(run.bin)))
   h.wait_ready(dir)
-  h.sleep(0.3) -- the first scan
 end
 
 function h.lumberjit_pid(dir)
@@ -56,17 +53,49 @@ function h.lumberjit_pid(dir)
   return wrapper and (run.read("/proc/" .. wrapper .. "/task/" .. wrapper .. "/children") or ""):match("%d+")
 end
 
--- Waits (up to 10 s) until lumberjit catches SIGTERM: a stop sent before
--- would kill it (status 143) instead of stopping it.
-function h.wait_ready(dir)
+-- Seconds lumberjit has to get ready (qemu-user needs about a second,
+-- more on a loaded machine).
+h.ready_seconds = tonumber(os.getenv("TAIL_READY_SECONDS")) or 30
+
+local notify_ready = run.root .. "/spec/e2e/notify_ready.py"
+
+local function exists(dir, test)
+  local ok = os.execute("cd " .. run.quote(dir) .. " && test " .. test)
+  return ok == true or ok == 0
+end
+
+-- Binds dir/notify.sock, systemd's end of sd_notify, for the next start
+-- (NOTIFY_SOCKET names it): notify_ready.py writes dir/ready once
+-- lumberjit says READY=1 there.
+function h.listen_for_ready(dir)
+  h.sh(dir, string.format("rm -f status pid ready notify.sock; python3 %s notify.sock ready %d > notify.log 2>&1 &",
+    run.quote(notify_ready), h.ready_seconds))
   for _ = 1, 500 do
-    local pid = h.lumberjit_pid(dir)
-    local status = pid and run.read("/proc/" .. pid .. "/status") or ""
-    local caught = status:match("SigCgt:%s*(%x+)")
-    -- SIGTERM (15) is bit 14: the 4th hex digit from the right has 4 set.
-    if caught and tonumber(caught:sub(-4, -4), 16) % 8 >= 4 then return end
+    if exists(dir, "-S notify.sock") then return end
     h.sleep(0.02)
   end
+  error("notify_ready.py did not bind " .. dir .. "/notify.sock within 10 s")
+end
+
+-- Waits until lumberjit says READY=1 on NOTIFY_SOCKET, as systemd does:
+-- it says so once every input started (src/cli/service.c), so a
+-- tail_input's first scan is over, the files it found start at their end
+-- (or checkpoint), and SIGTERM stops the run rather than killing it.
+-- (Catching SIGTERM, /proc/PID/status's SigCgt, is no sign under
+-- qemu-user, which catches every signal from its first instruction.)
+function h.wait_ready(dir)
+  local deadline = os.time() + h.ready_seconds + 1
+  repeat
+    if run.read(dir .. "/ready") then return end
+    local status = run.read(dir .. "/status")
+    if status and status:match("%d") then
+      error(string.format("lumberjit exited (status %s) before it said READY=1; its log:\n%s",
+        status:match("%d+"), run.read(dir .. "/stderr") or ""))
+    end
+    h.sleep(0.02)
+  until os.time() > deadline
+  error(string.format("lumberjit did not say READY=1 on NOTIFY_SOCKET within %d s; its log:\n%s",
+    h.ready_seconds, run.read(dir .. "/stderr") or ""))
 end
 
 function h.wait_status(dir)
