@@ -18,9 +18,9 @@ function process_message(line)
 end
 ]]
 
-local function config(limits)
+local function config(limits, globals)
   return [[
-lumberjit = { dead_letter_path = "dead.log" }
+lumberjit = { dead_letter_path = "dead.log", ]] .. (globals or "") .. [[ }
 stdin = { type = "stdin_input", decoder = "d" }
 d = { type = "decoder", filename = "d.lua", max_failures = 100, ]] .. limits .. [[ }
 out = { type = "stdout_output", message_matcher = "TRUE" }
@@ -40,9 +40,12 @@ local function warm(n)
 end
 
 describe("sandbox limits through the binary", function()
-  it("stops a compiled loop with the CPU limit and goes on", function()
+  -- workers = 0: the decoder runs on the loop thread, its CPU limit on
+  -- that thread's clock.
+  for _, workers in ipairs({"", "workers = 0"}) do
+  it("stops a compiled loop with the CPU limit and goes on" .. (workers ~= "" and " (" .. workers .. ")" or ""), function()
     local r = run.lumberjit{
-      config = config("cpu_limit_ms = 30, instruction_limit = 0"),
+      config = config("cpu_limit_ms = 30, instruction_limit = 0", workers),
       files = {["d.lua"] = decoder},
       input = warm(50) .. "compiled-loop\nafter\npcall-loop\nlast\n",
     }
@@ -63,6 +66,7 @@ describe("sandbox limits through the binary", function()
     assert.matches('sandbox "d" %(.*d.lua%) process_message: cpu limit exceeded: limit 30 ms, used [%d.]+ ms, at .*d.lua:2; input "stdin" offset 250; state rebuilt', r.stderr)
     run.cleanup(r.dir)
   end)
+  end
 
   it("stops a compiled loop with the instruction limit", function()
     local r = run.lumberjit{

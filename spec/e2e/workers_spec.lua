@@ -10,11 +10,13 @@ local function numbered(tag, n)
 end
 
 describe("workers", function()
-  it("keep each input's order on every output, and the counts add up", function()
+  -- workers = 0: no threads, the plugins run on the loop thread.
+  for _, workers in ipairs({2, 0}) do
+  it("keep each input's order on every output, and the counts add up (workers = " .. workers .. ")", function()
     local n = 100000
     local r = run.lumberjit{
       config = [[
-lumberjit = { workers = 2, dead_letter_path = "dead.log" }
+lumberjit = { workers = ]] .. workers .. [[, dead_letter_path = "dead.log", metrics_path = "m.prom" }
 a = { type = "file_input", path = "a.log", decoder = "line" }
 b = { type = "file_input", path = "b.log", decoder = "line" }
 line = { type = "decoder", filename = "decoders/line.lua" }
@@ -42,6 +44,10 @@ some = { type = "file_output", path = "some.log", encoder = "payload",
     assert.matches("input 'b': " .. n .. " records", r.stderr)
     assert.matches("output 'all': " .. 2 * n .. " delivered, 0 failed", r.stderr)
     assert.matches("output 'some': " .. (n + 9999) .. " delivered, 0 failed", r.stderr)
+    -- The decoder's and the encoder's counts come back from where they ran.
+    local metrics = run.read(r.dir .. "/m.prom")
+    assert.matches('lumberjit_plugin_calls_total{plugin="line",kind="decoder"} ' .. 2 * n, metrics, 1, true)
     run.cleanup(r.dir)
   end)
+  end
 end)

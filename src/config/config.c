@@ -45,8 +45,8 @@ static int read_workers(plugin_ctx *c, void *settings)
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   uint64_t n = cores > 0 ? (uint64_t)cores : 1;
 
+  /* 0: the plugins run on the loop thread (worker.h: on_loop). */
   if (cfg_read_count(c, "workers", 256, &n) != 0) return -1;
-  if (n < 1) return cfg_key_fail(c, "workers", "must be at least 1");
   cfg->workers = (size_t)n;
   return 0;
 }
@@ -71,8 +71,8 @@ static const config_key global_keys[] = {
    3600000, .help = "how often checkpoints are saved"},
   {"memory_budget", KEY_COUNT, G(memory_budget), "33554432", 1u << 20, 1e12,
    .help = "bytes the records in memory may take in all"},
-  {"workers", KEY_CUSTOM, 0, .read = read_workers, .value = "number, 1 to 256",
-   .help = "threads running decoders and encoders (default: the cores)"},
+  {"workers", KEY_CUSTOM, 0, .read = read_workers, .value = "number, 0 to 256",
+   .help = "threads running decoders, filters and encoders (default: the cores; 0: none, they run on the loop thread)"},
   {"metrics_path", KEY_STRING, G(metrics_path),
    .help = "a file rewritten with the metrics in Prometheus's text format"},
   {"metrics_interval_ms", KEY_COUNT, G(metrics_interval_ms), "10000", 100,

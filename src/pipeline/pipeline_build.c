@@ -331,7 +331,7 @@ static int spread_input(pipeline *pl, pl_input *pi, size_t first)
 }
 
 /* Starts the workers: no more than the inputs can keep busy, at least
- * one. The inputs take the workers in turn: one each, or up to SPREAD_MAX
+ * one (workers = 0: one, with no thread, on the loop). The inputs take the workers in turn: one each, or up to SPREAD_MAX
  * for an input that spreads its sources. */
 static int start_workers(pipeline *pl, char *err, size_t errlen)
 {
@@ -349,6 +349,7 @@ static int start_workers(pipeline *pl, char *err, size_t errlen)
   for (size_t k = 0; k < pl->nworkers; k++) {
     worker *w = &pl->workers[k];
     w->id = (unsigned)k;
+    w->on_loop = pl->cfg->workers == 0;
     w->build = build_worker;
     w->shelve = shelve_worker;
     w->build_ud = pl;

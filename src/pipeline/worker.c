@@ -169,6 +169,40 @@ static void run_job(worker *w, work_job *job)
   note_stopped(w, job);
 }
 
+/* On the thread that runs its jobs: its router and sandboxes. */
+static int build_router(worker *w)
+{
+  int rc = w->build(w->build_ud, w, w->error, sizeof w->error);
+
+  if (rc == 0) rc = list_plugins(w);
+  /* Also after a failure: router_free then frees what was built. */
+  router_init(&w->router, w->outputs, w->noutputs, w->filters, w->nfilters,
+              &w->dl);
+  return rc;
+}
+
+/* On the same thread, as it ends. */
+static void free_router(worker *w)
+{
+  /* The sandboxes go on the thread that made them, but for those a reload
+   * keeps. */
+  if (w->shelve) w->shelve(w->build_ud, w);
+  for (size_t i = 0; i < w->ninputs; i++) router_input_free(w->inputs[i]);
+  router_free(&w->router);
+  /* The counts stay for the summary; the sandboxes are gone. */
+  for (size_t i = 0; i < w->nplugins; i++) w->plugins[i].sb = NULL;
+}
+
+/* The job is done: it goes back to the loop. Under the lock. */
+static void job_done(worker *w, work_job *job)
+{
+  copy_plugin_stats(w);
+  job->next = NULL;
+  if (w->done_tail) w->done_tail->next = job;
+  else w->done = job;
+  w->done_tail = job;
+}
+
 static void *worker_main(void *arg)
 {
   worker *w = arg;
@@ -177,12 +211,7 @@ static void *worker_main(void *arg)
 
   snprintf(name, sizeof name, "lj:worker%u", w->id);
   thread_name_set(name);
-  rc = w->build(w->build_ud, w, w->error, sizeof w->error);
-  if (rc == 0) rc = list_plugins(w);
-
-  /* Also after a failure: router_free then frees what was built. */
-  router_init(&w->router, w->outputs, w->noutputs, w->filters, w->nfilters,
-              &w->dl);
+  rc = build_router(w);
   pthread_mutex_lock(&w->lock);
   w->ready = true;
   w->failed = rc != 0;
@@ -197,21 +226,11 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&w->lock);
     run_job(w, job);
     pthread_mutex_lock(&w->lock);
-    copy_plugin_stats(w);
-    job->next = NULL;
-    if (w->done_tail) w->done_tail->next = job;
-    else w->done = job;
-    w->done_tail = job;
+    job_done(w, job);
     uv_async_send(w->notify);
   }
   pthread_mutex_unlock(&w->lock);
-  /* The sandboxes go on the thread that made them, but for those a reload
-   * keeps. */
-  if (w->shelve) w->shelve(w->build_ud, w);
-  for (size_t i = 0; i < w->ninputs; i++) router_input_free(w->inputs[i]);
-  router_free(&w->router);
-  /* The counts stay for the summary; the sandboxes are gone. */
-  for (size_t i = 0; i < w->nplugins; i++) w->plugins[i].sb = NULL;
+  free_router(w);
   return NULL;
 }
 
@@ -222,6 +241,12 @@ int worker_start(worker *w, uv_async_t *notify, char *err, size_t errlen)
   w->notify = notify;
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->wake, NULL);
+  if (w->on_loop) {
+    w->started = true;
+    if (build_router(w) == 0) return 0;
+    snprintf(err, errlen, "%s", w->error);
+    return -1;
+  }
   rc = pthread_create(&w->thread, NULL, worker_main, w);
   if (rc != 0) {
     snprintf(err, errlen, "cannot start a worker thread: %s", strerror(rc));
@@ -250,6 +275,18 @@ void worker_queue(worker *w, work_job *job)
 void worker_send(worker *w)
 {
   if (!w->queued) return;
+  if (w->on_loop) {
+    /* The jobs run now; they come back on the loop's next turn, as a
+     * thread's do. */
+    for (work_job *job = w->queued, *next; job; job = next) {
+      next = job->next;
+      run_job(w, job);
+      job_done(w, job);
+    }
+    w->queued = w->queued_tail = NULL;
+    uv_async_send(w->notify);
+    return;
+  }
   pthread_mutex_lock(&w->lock);
   if (w->todo_tail) w->todo_tail->next = w->queued;
   else w->todo = w->queued;
@@ -276,6 +313,13 @@ work_job *worker_take_done(worker *w)
 void worker_stop(worker *w)
 {
   if (!w->started) return;
+  if (w->on_loop) {
+    free_router(w);
+    pthread_cond_destroy(&w->wake);
+    pthread_mutex_destroy(&w->lock);
+    w->started = false;
+    return;
+  }
   pthread_mutex_lock(&w->lock);
   w->quit = true;
   pthread_cond_broadcast(&w->wake);

@@ -95,6 +95,9 @@ struct worker {
   work_job *queued, *queued_tail; /* the loop thread's, until worker_send */
   work_job *done, *done_tail;   /* back to the loop */
   bool quit, started, ready, failed;
+  /* It has no thread: its jobs run on the loop thread as they are sent
+   * (workers = 0), its sandboxes made there. */
+  bool on_loop;
   unsigned id;                  /* names the thread: lj:worker<id> */
   char error[512];
   uv_async_t *notify;           /* the loop's: jobs came back */
@@ -121,8 +124,8 @@ struct worker {
   const char *stopped_role, *stopped_name;
 };
 
-/* Starts the thread and waits until it has built its router; -1 with the
- * reason when building failed. */
+/* Starts the thread and waits until it has built its router (on_loop:
+ * builds it here); -1 with the reason when building failed. */
 int worker_start(worker *w, uv_async_t *notify, char *err, size_t errlen);
 /* Loop thread: queues a job; worker_send hands the queue over with one
  * lock and one wake-up, so the reads of one loop iteration (many files
