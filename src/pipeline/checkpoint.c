@@ -398,15 +398,29 @@ void checkpoint_set_fingerprint(checkpoint_source *s, uint32_t len,
 void checkpoint_set_window(checkpoint_source *s, uint64_t end,
                            const void *bytes, uint32_t len)
 {
-  checkpoint_window w = {end, len,
-                         checkpoint_fingerprint_add(
-                             CHECKPOINT_FINGERPRINT_EMPTY, bytes, len)};
-
-  if (w.end == s->window.end && w.len == s->window.len &&
-      w.hash == s->window.hash)
+  if (len > CHECKPOINT_WINDOW_MAX) {
+    bytes = (const unsigned char *)bytes + len - CHECKPOINT_WINDOW_MAX;
+    len = CHECKPOINT_WINDOW_MAX;
+  }
+  if (s->window_set && end == s->window.end && len == s->window.len &&
+      memcmp(bytes, s->window_bytes, len) == 0)
     return;
-  s->window = w;
+  s->window.end = end;
+  s->window.len = len;
+  memcpy(s->window_bytes, bytes, len);
+  s->window_set = true;
   s->store->dirty = true;
+}
+
+/* The window as it is saved: hashed now, if it was set since the load. */
+static checkpoint_window window_of(const checkpoint_source *s)
+{
+  checkpoint_window w = s->window;
+
+  if (s->window_set)
+    w.hash = checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY,
+                                        s->window_bytes, w.len);
+  return w;
 }
 
 void checkpoint_moved(checkpoint_source *s, const char *path)
@@ -549,10 +563,12 @@ int checkpoint_save(checkpoint_store *st)
   f = fopen(tmp, "w");
   if (!f) goto fail;
   fprintf(f, "lumberjit checkpoint 3\n");
-  for (const checkpoint_source *s = st->sources; s; s = s->next)
+  for (const checkpoint_source *s = st->sources; s; s = s->next) {
+    checkpoint_window w = window_of(s);
     blocks += write_block(f, s->input, s->path, (unsigned long long)s->device,
                           (unsigned long long)s->inode, s->fingerprint_len,
-                          s->fingerprint, s->acked, &s->window);
+                          s->fingerprint, s->acked, &w);
+  }
   for (const struct saved_file *s = st->saved; s; s = s->next)
     blocks += write_block(f, s->input, s->path, s->device, s->inode,
                           s->fingerprint_len, s->fingerprint, s->offset,

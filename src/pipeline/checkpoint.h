@@ -60,6 +60,7 @@
 #include <sys/types.h>
 
 #define CHECKPOINT_FINGERPRINT_MAX 1024
+#define CHECKPOINT_WINDOW_MAX 128
 
 typedef struct checkpoint_source checkpoint_source;
 typedef struct checkpoint_store checkpoint_store;
@@ -93,7 +94,9 @@ struct checkpoint_source {
   ino_t inode;
   uint32_t fingerprint_len;
   uint64_t fingerprint;
-  checkpoint_window window;
+  checkpoint_window window; /* its hash only as loaded; */
+  unsigned char window_bytes[CHECKPOINT_WINDOW_MAX]; /* once set, its bytes, */
+  bool window_set;       /* hashed as they are saved, not at every read */
   uint64_t acked;        /* every record before this offset is done */
   bool stuck;            /* a ticket could not be made: never advance */
   bool retired;          /* in the store's retired list */

@@ -176,6 +176,12 @@ static void finish(input *in, const char *error)
  * pipeline: chunk_done pauses the input once its worker has enough. The
  * only call that may finish the input (and so free it) is the last. */
 
+static void reached_end(input *in)
+{
+  in->at_end = true;
+  if (in->handler.at_end) in->handler.at_end(in->handler.ud, in);
+}
+
 static void read_now(input *in)
 {
   while (!in->paused && !in->stopping && !in->at_end) {
@@ -192,9 +198,12 @@ static void read_now(input *in)
       in->busy = true;
       split_lines(in, in->readbuf, (size_t)n);
       in->busy = false;
+      /* A short read got to the end: what a writer adds later wakes the
+       * input again (inotify, or the size the poll sees), so no read is
+       * spent to be told 0. */
+      if ((size_t)n < in->readbuf_size && !in->stopping) reached_end(in);
     } else if (n == 0) {
-      in->at_end = true;
-      if (in->handler.at_end) in->handler.at_end(in->handler.ud, in);
+      reached_end(in);
     } else if (errno != EINTR) {
       finish(in, strerror(errno));
       return;

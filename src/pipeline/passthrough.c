@@ -120,7 +120,7 @@ void passthrough_read_done(pl_source *src)
   pipeline_add_counts(pl, src->owner, c);
   *c = (router_counts){.outputs = outputs};
   pl->jobs_back++;
-  pipeline_each_sink(pl, output_flush);
+  pl->passed_unflushed = true;
 }
 
 void passthrough_free(pipeline *pl)

@@ -349,10 +349,16 @@ static void last_ticks(pipeline *pl)
 }
 
 /* Before the loop waits (prepare) and after its I/O callbacks (check):
- * what the iteration queued goes to the workers at once. */
+ * what the iteration queued goes to the workers at once, and what the
+ * passthrough queued to the outputs. */
 static void send_jobs(pipeline *pl)
 {
   for (size_t i = 0; i < pl->nworkers; i++) worker_send(&pl->workers[i]);
+  if (pl->passed_unflushed) {
+    pl->passed_unflushed = false;
+    pipeline_each_sink(pl, output_flush);
+    apply_backpressure(pl);
+  }
 }
 
 void pipeline_send_before(uv_prepare_t *h)

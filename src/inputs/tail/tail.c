@@ -258,6 +258,24 @@ void tail_start_at(tail *t, tail_file *f, int fd, uint64_t offset)
   tail_start_reading(t, f, fd);
 }
 
+/* After the loop turn's I/O callbacks: each file an event said changed
+ * is read once. A writer that appends a line at a time makes an event a
+ * line; read at each, a file written twice in a turn was read twice. */
+static void read_changed(uv_check_t *h)
+{
+  tail *t = h->data;
+
+  uv_check_stop(h);
+  /* A read that finds the file truncated may finish its source, and so
+   * free a moved file (tail_source_finished): no other. */
+  for (tail_file *f = t->files, *next; f; f = next) {
+    next = f->next;
+    if (!f->changed) continue;
+    f->changed = false;
+    if (f->src) input_read_more(pl_source_reader(f->src));
+  }
+}
+
 static void on_file_event(uv_fs_event_t *h, const char *name, int events,
                           int status)
 {
@@ -268,7 +286,8 @@ static void on_file_event(uv_fs_event_t *h, const char *name, int events,
   if (events & UV_RENAME) tail_schedule_scan(f->t);
   if ((events & UV_CHANGE) && f->src) {
     f->changed_ms = uv_now(f->t->loop);
-    input_read_more(pl_source_reader(f->src));
+    f->changed = true;
+    uv_check_start(&f->t->reads, read_changed);
   }
 }
 
@@ -280,7 +299,8 @@ static int tail_start(pl_input *pi, char *err, size_t errlen)
   (void)errlen;
   uv_timer_init(t->loop, &t->scan);
   uv_timer_init(t->loop, &t->soon);
-  t->scan.data = t->soon.data = t;
+  uv_check_init(t->loop, &t->reads);
+  t->scan.data = t->soon.data = t->reads.data = t;
   t->handles = true;
   tail_watch_dirs(t);
   tail_scan_start(t);
@@ -295,6 +315,7 @@ static void close_handles(tail *t)
   t->handles = false;
   uv_close((uv_handle_t *)&t->scan, NULL);
   uv_close((uv_handle_t *)&t->soon, NULL);
+  uv_close((uv_handle_t *)&t->reads, NULL);
   tail_unwatch_dirs(t);
   for (tail_file *f = t->files; f; f = f->next) tail_unwatch_file(f);
 }

@@ -162,6 +162,6 @@ void tail_note_truncated(tail *t, tail_file *f)
   tail_recent_free(&c->recent);
   *c = (truncated_file){f->device, f->inode, f->sig, f->recent, f->offset,
                         uv_now(t->loop)};
-  f->recent = (tail_recent){NULL, 0};
+  f->recent = (tail_recent){0};
 }
 

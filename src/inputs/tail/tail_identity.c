@@ -93,8 +93,8 @@ bool tail_recent_load(tail_recent *r, int fd, uint64_t offset)
 {
   uint32_t len = offset < TAIL_RECENT ? (uint32_t)offset : TAIL_RECENT;
 
-  r->len = 0;
-  if (!r->bytes && !(r->bytes = malloc(TAIL_RECENT))) return false;
+  r->start = r->len = 0;
+  if (!r->bytes && !(r->bytes = malloc(2 * TAIL_RECENT))) return false;
   if (!read_at(fd, r->bytes, len, offset - len)) return false;
   r->len = len;
   return true;
@@ -102,16 +102,30 @@ bool tail_recent_load(tail_recent *r, int fd, uint64_t offset)
 
 void tail_recent_add(tail_recent *r, const char *data, size_t len)
 {
-  if (r->bytes)
-    keep_last(r->bytes, &r->len, TAIL_RECENT, (const unsigned char *)data,
-              len);
+  if (!r->bytes) return;
+  if (len >= TAIL_RECENT) {
+    memcpy(r->bytes, data + len - TAIL_RECENT, TAIL_RECENT);
+    r->start = 0;
+    r->len = TAIL_RECENT;
+    return;
+  }
+  if (r->start + r->len + len > 2 * TAIL_RECENT) {
+    memmove(r->bytes, r->bytes + r->start, r->len);
+    r->start = 0;
+  }
+  memcpy(r->bytes + r->start + r->len, data, len);
+  r->len += (uint32_t)len;
+  if (r->len > TAIL_RECENT) {
+    r->start += r->len - TAIL_RECENT;
+    r->len = TAIL_RECENT;
+  }
 }
 
 void tail_recent_free(tail_recent *r)
 {
   free(r->bytes);
   r->bytes = NULL;
-  r->len = 0;
+  r->start = r->len = 0;
 }
 
 bool tail_is_copy(const tail_signature *s, const tail_recent *r, int fd,
@@ -135,5 +149,5 @@ bool tail_is_copy(const tail_signature *s, const tail_recent *r, int fd,
     from = s->head_len > kept_from ? s->head_len : kept_from;
   }
   return read_at(fd, now, size - from, from) &&
-         memcmp(now, r->bytes + (from - kept_from), size - from) == 0;
+         memcmp(now, r->bytes + r->start + (from - kept_from), size - from) == 0;
 }

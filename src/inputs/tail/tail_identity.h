@@ -38,7 +38,7 @@
 #include "checkpoint.h"
 
 #define TAIL_HEAD_MAX CHECKPOINT_FINGERPRINT_MAX
-#define TAIL_WINDOW 128
+#define TAIL_WINDOW CHECKPOINT_WINDOW_MAX
 
 typedef struct {
   uint64_t offset;       /* the signature covers [0, offset) */
@@ -50,10 +50,14 @@ typedef struct {
 
 #define TAIL_RECENT 8192
 
-/* The last bytes read before a signature's offset: [offset - len, offset). */
+/* The last bytes read before a signature's offset: [offset - len, offset),
+ * at bytes + start. The buffer holds twice TAIL_RECENT, so a read's bytes
+ * are appended and the kept ones slide back to the front only once
+ * TAIL_RECENT more came: a file read a line at a time is not moved 8 KiB
+ * a read. */
 typedef struct {
-  unsigned char *bytes;  /* TAIL_RECENT of them; NULL: none kept */
-  uint32_t len;
+  unsigned char *bytes;  /* 2 * TAIL_RECENT; NULL: none kept */
+  uint32_t start, len;
 } tail_recent;
 
 /* The signature of fd's first `offset` bytes; false when fd has fewer (or

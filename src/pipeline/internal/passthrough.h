@@ -24,7 +24,9 @@ int passthrough_plan(pipeline *pl, char *err, size_t errlen);
 /* A record of src, whose input passes through (pl_input.passthrough). */
 void passthrough_record(pl_source *src, const char *bytes, size_t len,
                         uint64_t position, unsigned piece);
-/* src's read was cut into records: the outputs write what it queued. */
+/* src's read was cut into records: its counts go to the pipeline's, and
+ * the outputs write what it queued before the loop waits again (the
+ * reads of 50 files one wake-up finds cost one write, not 50). */
 void passthrough_read_done(pl_source *src);
 void passthrough_free(pipeline *pl);
 

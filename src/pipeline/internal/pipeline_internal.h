@@ -162,6 +162,8 @@ struct pipeline {
   /* Jobs came back or reads passed through: not quiet. */
   uint64_t jobs_back, jobs_back_seen;
   router_counts passed;      /* the passthrough's, until its read is done */
+  bool passed_unflushed;     /* it queued records the outputs have not
+                                been asked to write (send_jobs) */
   bool heap_dirty;           /* memory was freed since the last release */
   bool stopping, paused, handles_closed;
   bool past_deadline;        /* stop_timeout_ms passed: queues fail */

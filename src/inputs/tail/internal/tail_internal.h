@@ -28,6 +28,8 @@ typedef struct tail_file {
   uint64_t offset;         /* where the next opening reads from */
   uint64_t size;           /* at the last look */
   uint64_t changed_ms;     /* loop time it last grew */
+  bool changed;            /* an inotify event came: read once the loop
+                              has taken this turn's events (tail.c) */
   pl_source *src;          /* reading it; NULL: closed */
   uv_fs_event_t *watch;    /* its inotify watch while open; freed when
                               closed, so the file may go before */
@@ -71,6 +73,7 @@ struct tail {
   uv_loop_t *loop;
   config_tail cfg;         /* paths and exclude are copies */
   uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */
+  uv_check_t reads;        /* reads the files changed this loop turn */
   tail_file *files;
   size_t open_files;       /* reading, or young */
   uint64_t fd_room;        /* descriptors it may still take (fd_limit.h) */
