@@ -2,9 +2,10 @@
  * tail.c - see tail.h: the input's kind (build, start, stop, finishing),
  * its files' slots and descriptors, and reading one file. tail_scan.c
  * finds the files; tail_copy.c tells a copy from a new file;
- * tail_identity.c is the signature of what was read; tail_dirs.c watches
- * directories.
+ * tail_identity.c is the signature of what was read; tail_notify.c
+ * watches directories and files with inotify.
  */
+#define _GNU_SOURCE /* O_NOATIME */
 #include "tail_internal.h"
 
 #include <errno.h>
@@ -106,7 +107,13 @@ bool tail_may_open(tail *t, tail_file *f)
  * makes f wait, a refusal is logged once) or is no longer f. */
 int tail_open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  /* O_NOATIME where the kernel lets us (our files, or CAP_FOWNER): a file
+   * written all the time has a new mtime at each read, so relatime would
+   * write its inode for the access time at each read too. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOATIME);
+
+  if (fd < 0 && errno == EPERM)
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
   if (fd < 0) {
     if (fd_limit_exhausted(errno)) {
@@ -132,9 +139,6 @@ int tail_open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
 }
 
 /* ---- reading one file ---- */
-
-static void on_file_event(uv_fs_event_t *h, const char *name, int events,
-                          int status);
 
 static void on_at_end(void *ud, input *in)
 {
@@ -184,27 +188,6 @@ static bool on_read(void *ud, input *in, const char *data, size_t len)
   return false;
 }
 
-static void watch_file(tail_file *f)
-{
-  f->watch = malloc(sizeof *f->watch);
-  if (!f->watch) return;
-  uv_fs_event_init(f->t->loop, f->watch);
-  f->watch->data = f;
-  /* No watch (inotify's limit reached): the scans still see it grow. */
-  uv_fs_event_start(f->watch, on_file_event, f->path, 0);
-}
-
-static void free_handle(uv_handle_t *h)
-{
-  free(h);
-}
-
-void tail_unwatch_file(tail_file *f)
-{
-  if (f->watch) uv_close((uv_handle_t *)f->watch, free_handle);
-  f->watch = NULL;
-}
-
 /* Starts reading f on fd (open on it, a slot taken) from f->offset, where
  * f->sig ends. */
 void tail_start_reading(tail *t, tail_file *f, int fd)
@@ -244,7 +227,7 @@ void tail_start_reading(tail *t, tail_file *f, int fd)
   f->src = src;
   f->changed_ms = uv_now(t->loop);
   t->open_files++;
-  watch_file(f);
+  tail_watch_file(f);
   input_read_more(in); /* last: it may finish the source */
 }
 
@@ -258,39 +241,6 @@ void tail_start_at(tail *t, tail_file *f, int fd, uint64_t offset)
   tail_start_reading(t, f, fd);
 }
 
-/* After the loop turn's I/O callbacks: each file an event said changed
- * is read once. A writer that appends a line at a time makes an event a
- * line; read at each, a file written twice in a turn was read twice. */
-static void read_changed(uv_check_t *h)
-{
-  tail *t = h->data;
-
-  uv_check_stop(h);
-  /* A read that finds the file truncated may finish its source, and so
-   * free a moved file (tail_source_finished): no other. */
-  for (tail_file *f = t->files, *next; f; f = next) {
-    next = f->next;
-    if (!f->changed) continue;
-    f->changed = false;
-    if (f->src) input_read_more(pl_source_reader(f->src));
-  }
-}
-
-static void on_file_event(uv_fs_event_t *h, const char *name, int events,
-                          int status)
-{
-  tail_file *f = h->data;
-
-  (void)name;
-  if (status < 0) return;
-  if (events & UV_RENAME) tail_schedule_scan(f->t);
-  if ((events & UV_CHANGE) && f->src) {
-    f->changed_ms = uv_now(f->t->loop);
-    f->changed = true;
-    uv_check_start(&f->t->reads, read_changed);
-  }
-}
-
 static int tail_start(pl_input *pi, char *err, size_t errlen)
 {
   tail *t = pl_input_state(pi);
@@ -299,10 +249,9 @@ static int tail_start(pl_input *pi, char *err, size_t errlen)
   (void)errlen;
   uv_timer_init(t->loop, &t->scan);
   uv_timer_init(t->loop, &t->soon);
-  uv_check_init(t->loop, &t->reads);
-  t->scan.data = t->soon.data = t->reads.data = t;
+  t->scan.data = t->soon.data = t;
   t->handles = true;
-  tail_watch_dirs(t);
+  tail_notify_start(t);
   tail_scan_start(t);
   return 0;
 }
@@ -315,9 +264,7 @@ static void close_handles(tail *t)
   t->handles = false;
   uv_close((uv_handle_t *)&t->scan, NULL);
   uv_close((uv_handle_t *)&t->soon, NULL);
-  uv_close((uv_handle_t *)&t->reads, NULL);
-  tail_unwatch_dirs(t);
-  for (tail_file *f = t->files; f; f = f->next) tail_unwatch_file(f);
+  tail_notify_stop(t);
 }
 
 static void done_if_drained(tail *t)
@@ -455,5 +402,5 @@ const input_kind tail_input_kind = {
   .source_finished = tail_source_finished,
   .close_handles = tail_close_handles, .free = tail_free,
   .counters = tail_count, .descriptors = tail_descriptors,
-  .close_shared = tail_close_dirs,
+  .close_shared = tail_close_notify,
 };

@@ -7,7 +7,7 @@
  *
  * Finding files: the patterns are globbed at start and every
  * scan_interval_ms (default 1000); the directories the patterns name are
- * watched with inotify (uv_fs_event), so a new file is found at once, and
+ * watched with inotify (tail_notify.c), so a new file is found at once, and
  * the timed scan is the safety net for a missed event or a directory that
  * could not be watched. Paths matching an `exclude` pattern, files that are
  * not regular, and files lumberjit itself writes are left alone.
@@ -25,7 +25,9 @@
  *
  * Following: each open file is watched with inotify; it is read up to its
  * end, in reads of read_buffer bytes (default 128 KiB), and read again when
- * it changes (or when a scan sees it grew). A last line without a newline
+ * it changes (or when a scan sees it grew): at once after a quiet spell,
+ * and at most every read_interval_ms (default 200) while it is written to
+ * all the time (tail_notify.c). A last line without a newline
  * is held until last_line_timeout_ms (default 1000) passes without growth,
  * then handed on as a record.
  *
@@ -93,6 +95,7 @@ typedef struct {
   char *path_field;      /* field naming the file; NULL: none */
   bool read_from_head;
   uint64_t scan_interval_ms, rotate_wait_ms, idle_close_ms;
+  uint64_t read_interval_ms; /* a changed file is read at most this often */
   uint64_t last_line_timeout_ms, max_open_files, read_buffer;
   join_rule join;        /* multiline */
 } config_tail;
@@ -102,8 +105,8 @@ extern const plugin_type tail_input_type;
 /* Its part of the pipeline: a pl_input's kind. The input is done once a
  * stop has finished every open file. */
 extern const input_kind tail_input_kind;
-/* Closes the directory watches the pipeline's tail_inputs share
- * (its close_shared). */
-void tail_close_dirs(void **state);
+/* Closes the inotify watches the pipeline's tail_inputs share (its
+ * close_shared). */
+void tail_close_notify(void **state);
 
 #endif

@@ -87,6 +87,9 @@ static const config_key tail_keys[] = {
    .help = "the field that names a record's file"},
   {"scan_interval_ms", KEY_COUNT, T(scan_interval_ms), "1000", 10, 3600000,
    .help = "how often the patterns are globbed again"},
+  {"read_interval_ms", KEY_COUNT, T(read_interval_ms), "200", 0, 10000,
+   .help = "a file written to all the time is read at most this often (a "
+           "lone write at once); the least of the pipeline's tail_inputs"},
   {"rotate_wait_ms", KEY_COUNT, T(rotate_wait_ms), "5000", 0, 3600000,
    .help = "a renamed or deleted file is closed once it has not grown for "
            "this long"},

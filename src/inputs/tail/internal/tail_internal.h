@@ -1,6 +1,6 @@
 /*
  * tail_internal.h - what tail.c (files, scans, reading), tail_copy.c (new
- * files: copies or not) and tail_dirs.c (directory watches) share. See
+ * files: copies or not) and tail_notify.c (inotify watches) share. See
  * tail.h for the behaviour, tail_identity.h for the identity rule.
  */
 #ifndef LUMBERJIT_TAIL_INTERNAL_H
@@ -15,6 +15,7 @@
 #include "tail_identity.h"
 
 typedef struct tail tail;
+typedef struct tail_notify tail_notify;
 
 typedef struct tail_file {
   struct tail_file *next;
@@ -28,11 +29,12 @@ typedef struct tail_file {
   uint64_t offset;         /* where the next opening reads from */
   uint64_t size;           /* at the last look */
   uint64_t changed_ms;     /* loop time it last grew */
-  bool changed;            /* an inotify event came: read once the loop
-                              has taken this turn's events (tail.c) */
+  bool changed;            /* an inotify event came: read once the batch
+                              of events is taken (tail_notify.c) */
   pl_source *src;          /* reading it; NULL: closed */
-  uv_fs_event_t *watch;    /* its inotify watch while open; freed when
-                              closed, so the file may go before */
+  bool watched;            /* its inotify watch, wd, is on while it is open
+                              (tail_notify.c) */
+  int wd;
   bool found;              /* the current scan found it */
   bool moved;              /* no pattern leads to it any more */
   uint64_t moved_ms;       /* loop time that was first seen */
@@ -73,7 +75,7 @@ struct tail {
   uv_loop_t *loop;
   config_tail cfg;         /* paths and exclude are copies */
   uv_timer_t scan, soon;   /* every scan_interval_ms; after an event */
-  uv_check_t reads;        /* reads the files changed this loop turn */
+  tail_notify *notify;     /* the pipeline's, from start to close */
   tail_file *files;
   size_t open_files;       /* reading, or young */
   uint64_t fd_room;        /* descriptors it may still take (fd_limit.h) */
@@ -121,9 +123,13 @@ void tail_decide(tail *t, tail_file *f, uint64_t now);
  * last bytes read are handed over). */
 void tail_note_truncated(tail *t, tail_file *f);
 
-/* tail_dirs.c: watches the directory of each pattern that has no
- * wildcards, so a file created there is found at once; and stops. */
-void tail_watch_dirs(tail *t);
-void tail_unwatch_dirs(tail *t);
+/* tail_notify.c: the pipeline's inotify watches, shared by its
+ * tail_inputs. Start: t's pattern directories are watched (a file created
+ * there is found at once) and its files can be; stop: none of them is. */
+void tail_notify_start(tail *t);
+void tail_notify_stop(tail *t);
+/* f is watched while it is open: a change has it read. */
+void tail_watch_file(tail_file *f);
+
 
 #endif
