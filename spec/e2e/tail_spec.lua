@@ -127,6 +127,24 @@ describe("tail_input", function()
     run.cleanup(dir)
   end)
 
+  it("reads a lone write at once, a busy file at most every read_interval_ms, and all of it at a stop", function()
+    -- No state_dir: what the stop left unread would be lost for good.
+    local dir = setup({ "logs/*.log" }, { extra = ", read_interval_ms = 4000, scan_interval_ms = 60000", no_state = true })
+    run.write(dir .. "/logs/app.log", "")
+    start(dir)
+    sh(dir, "echo one >> logs/app.log")
+    wait_lines(dir, 1) -- a lone write: read at once, well before 4 s
+    assert.are.same({ "one" }, run.lines(run.read(dir .. "/out.log")))
+    sh(dir, "echo two >> logs/app.log")
+    sleep(1) -- inside the rest after the first batch: not read yet
+    assert.are.same({ "one" }, run.lines(run.read(dir .. "/out.log")))
+    wait_lines(dir, 2) -- the next batch
+    sh(dir, "echo three >> logs/app.log; echo four >> logs/app.log")
+    assert.are.equal(0, stop(dir))
+    assert.are.same({ "one", "two", "three", "four" }, run.lines(run.read(dir .. "/out.log")))
+    run.cleanup(dir)
+  end)
+
   it("closes idle files, reopens them when they grow, and holds back an unfinished last line", function()
     local dir = setup({ "logs/*.log" }, { idle_close_ms = 200, last_line_timeout_ms = 60000 })
     run.write(dir .. "/logs/a.log", "")

@@ -280,6 +280,9 @@ static void tail_stop(pl_input *pi)
   tail *t = pl_input_state(pi);
 
   if (t->stopping) return;
+  /* What was written up to the stop is read, not left to the next run
+   * (without a state_dir, there is none for it). */
+  tail_notify_flush(t);
   t->stopping = true;
   if (!t->handles) return;
   uv_timer_stop(&t->scan);

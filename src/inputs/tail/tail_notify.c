@@ -245,6 +245,15 @@ static void on_readable(uv_poll_t *h, int status, int events)
   uv_timer_start(&n->hold, on_rested, n->interval_ms, 0);
 }
 
+void tail_notify_flush(tail *t)
+{
+  tail_notify *n = t->notify;
+
+  if (!n || n->fd < 0) return;
+  drain(n);
+  read_changed(n);
+}
+
 /* ---- the descriptor ---- */
 
 static tail_notify *open_notify(tail *t)

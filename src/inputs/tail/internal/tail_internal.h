@@ -128,6 +128,8 @@ void tail_note_truncated(tail *t, tail_file *f);
  * there is found at once) and its files can be; stop: none of them is. */
 void tail_notify_start(tail *t);
 void tail_notify_stop(tail *t);
+/* Takes the events queued now and reads what they name, resting or not. */
+void tail_notify_flush(tail *t);
 /* f is watched while it is open: a change has it read. */
 void tail_watch_file(tail_file *f);
 
