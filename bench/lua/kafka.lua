@@ -114,7 +114,7 @@ end
 
 print(("W1 to Kafka: %d varied lines of ~247 B (%.1f MB), median of %d runs, broker on 127.0.0.1"):format(
   n, bytes / 1e6, runs))
-print("lumberjit: file -> line decoder -> JSON encoder (~350 B records) or payload encoder (the line as read)"
+print("lumberjit: file -> line decoder -> JSON encoder (~350 B records), or as read (no decoder or encoder)"
   .. " -> kafka_output (acks=all); kcat -P: the raw lines, and the JSON records written out beforehand")
 for _, codec in ipairs(codecs) do
   local kw, kc, jw, jc, lj, sent = {}, {}, {}, {}, {}, {}

@@ -34,8 +34,14 @@ uint64_t fd_limit_raise(void);
 /* The soft limit in force now. */
 uint64_t fd_limit_current(void);
 /* How many descriptors inputs may hold in all: the soft limit less the
- * reserve and those open now (0 when none are left). */
+ * reserve and those open now (0 when none are left). The count of those
+ * open is at most FD_COUNT_TTL_MS old, plus the opens told since
+ * (fd_limit_opened); closes since are not taken off, so it errs on the
+ * side of fewer. One thread (the loop's) asks. */
+#define FD_COUNT_TTL_MS 100
 uint64_t fd_limit_budget(void);
+/* An input opened a descriptor: the count above takes it in. */
+void fd_limit_opened(void);
 /* The first descriptor number inputs must not hold: the soft limit less
  * the reserve. open(2) and accept(2) take the lowest free number, so a
  * descriptor at or past it means fewer than FD_LIMIT_RESERVED are left. */

@@ -114,6 +114,7 @@ int tail_open_file(tail *t, tail_file *f, const char *path, struct stat *sb)
 
   if (fd < 0 && errno == EPERM)
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0) fd_limit_opened();
 
   if (fd < 0) {
     if (fd_limit_exhausted(errno)) {
