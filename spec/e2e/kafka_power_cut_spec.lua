@@ -154,15 +154,7 @@ local function check_repairs(seg, checkpoint_cut, cursor_cut, cursor_seq, log, c
      and pc.check_segment(seg, log, context) then
     totals.segment_repairs = totals.segment_repairs + 1
   end
-  if checkpoint_cut then
-    assert.truthy(log:find("checkpoint [^\n]*: damaged"), context)
-    totals.checkpoint_repairs = totals.checkpoint_repairs + 1
-  end
-  if cursor_cut then
-    assert.truthy(log:find("cannot use its cursor file"), context)
-    totals.cursor_repairs = totals.cursor_repairs + 1
-  end
-  pc.note_repairs(log, totals.examples)
+  pc.count_repairs(totals, checkpoint_cut, cursor_cut, log, context)
 end
 
 -- For a round that crashes while the disk buffer drains: a second run with

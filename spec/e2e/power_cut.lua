@@ -165,6 +165,21 @@ function pc.check_segment(seg, log, context)
   return seg.cut_at ~= nil or seg.header
 end
 
+-- A cut checkpoint file and a cut cursor were each repaired, as the log
+-- says: counted in totals, and the first warning of each kind of repair
+-- noted in totals.examples.
+function pc.count_repairs(totals, checkpoint_cut, cursor_cut, log, context)
+  if checkpoint_cut then
+    assert.truthy(log:find("checkpoint [^\n]*: damaged"), context)
+    totals.checkpoint_repairs = totals.checkpoint_repairs + 1
+  end
+  if cursor_cut then
+    assert.truthy(log:find("cannot use its cursor file"), context)
+    totals.cursor_repairs = totals.cursor_repairs + 1
+  end
+  pc.note_repairs(log, totals.examples)
+end
+
 -- Notes in examples the first warning of each kind of repair in log.
 function pc.note_repairs(log, examples)
   for line in log:gmatch("[^\n]*warning[^\n]*") do

@@ -170,17 +170,8 @@ local function round(seed)
   if seg_damage and pc.check_segment(seg_damage, log, context) then
     totals.segment_repairs = totals.segment_repairs + 1
   end
-  if checkpoint_cut then
-    assert.truthy(log:find("checkpoint [^\n]*: damaged"), context)
-    totals.checkpoint_repairs = totals.checkpoint_repairs + 1
-  end
-  if cursor_cut then
-    assert.truthy(log:find("cannot use its cursor file"), context)
-    totals.cursor_repairs = totals.cursor_repairs + 1
-  end
-
-  -- The first line of each kind of repair, for the report at the end.
-  pc.note_repairs(log, totals.examples)
+  -- The first line of each kind of repair goes to the report at the end.
+  pc.count_repairs(totals, checkpoint_cut, cursor_cut, log, context)
   local n_lost = 0
   for line in pairs(lost) do
     if not seen[line] then n_lost = n_lost + 1 end
