@@ -249,7 +249,10 @@ static bool read_cached(input *in)
     struct iovec v = {in->readbuf, in->readbuf_size};
     ssize_t n = preadv2(in->fd, &v, 1, (off_t)in->read_offset, RWF_NOWAIT);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP)) return false;
+    /* Not cached; or no RWF_NOWAIT here (a kernel or file system without
+     * it): the pool's read says what a real error is. */
+    if (n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP || errno == EINVAL))
+      return false;
     if (n <= 0) {
       finish(in, n < 0 ? strerror(errno) : NULL);
       return true;
