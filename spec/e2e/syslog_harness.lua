@@ -62,7 +62,10 @@ end
 -- output, name.status its exit status once it ended.
 function h.spawn(dir, name, cmd, limit_seconds)
   run.write(dir .. "/" .. name .. ".sh", "exec " .. cmd .. "\n")
-  h.sh(dir, string.format("rm -f %s.status %s.pid; (sh -c 'echo $$ > %s.pid; exec timeout -s KILL %d sh %s.sh' "
+  -- --foreground: a signal sent to timeout goes on to the command once;
+  -- without it timeout sends it to its process group too, so lumberjit
+  -- could get a SIGTERM twice and take the second as "stop now".
+  h.sh(dir, string.format("rm -f %s.status %s.pid; (sh -c 'echo $$ > %s.pid; exec timeout --foreground -s KILL %d sh %s.sh' "
     .. "> %s.out 2> %s.err < /dev/null; echo $? > %s.status) &",
     name, name, name, limit_seconds or 60, name, name, name, name))
   assert(h.wait_until(function() return run.read(dir .. "/" .. name .. ".pid") end, 5), name .. " did not start")

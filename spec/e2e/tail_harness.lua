@@ -36,14 +36,15 @@ function h.setup(patterns, opts)
 end
 
 -- Starts lumberjit in the background and returns once it is ready;
--- `pid` holds the pid of the timeout wrapping it, which passes SIGTERM on.
+-- `pid` holds the pid of the timeout wrapping it, which passes SIGTERM on
+-- (once: --foreground, see syslog_harness.lua's spawn).
 -- opts.prefix runs first in the shell that execs it (a ulimit); opts.wrap
 -- is a command that runs it (setpriv).
 function h.start(dir, opts)
   opts = opts or {}
   h.listen_for_ready(dir)
   h.sh(dir, string.format("(sh -c 'NOTIFY_SOCKET=\"$PWD/notify.sock\"; export NOTIFY_SOCKET; %s echo $$ > pid; "
-    .. "exec %s timeout -s KILL 60 %s -c config.lua' 2>> stderr; echo $? > status) &",
+    .. "exec %s timeout --foreground -s KILL 60 %s -c config.lua' 2>> stderr; echo $? > status) &",
     opts.prefix or "", opts.wrap or "", run.quote(run.bin)))
   h.wait_ready(dir)
 end
