@@ -81,8 +81,7 @@ void passthrough_record(pl_source *src, const char *bytes, size_t len,
 
   if (pl->probe.due) o.read_us = pl->probe.due(pl->probe.ud, &src->in, position);
   else if (!o.read_us) o.read_us = src->read_us = uv_hrtime() / 1000;
-  if (!piece) pl->passed.records++;
-  else if (!router_piece_goes_on(&pi->ri, &pl->passed, &pl->dl, &o, piece))
+  if (!router_piece_goes_on(&pi->ri, &pl->passed, &pl->dl, &o, piece))
     return;
   pl->passed.messages++;
   for (size_t i = 0; i < pl->noutputs; i++) {

@@ -236,10 +236,11 @@ void router_flush(router *r)
   route_all(r);
 }
 
-bool router_piece_goes_on(const router_input *ri, router_counts *c,
-                          dead_letter *dl, const msg_origin *o, unsigned piece)
+bool router_long_piece_goes_on(const router_input *ri, router_counts *c,
+                               dead_letter *dl, const msg_origin *o,
+                               unsigned piece)
 {
-  if (piece <= 1) c->records++;
+  if (piece == 1) c->records++;
   c->overlong += piece == 1;
   if (piece > 1 && ri->long_lines == LONG_LINES_TRUNCATE) {
     c->truncated++;
