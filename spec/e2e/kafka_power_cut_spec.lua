@@ -46,17 +46,6 @@ local SEED = tonumber(os.getenv("KAFKA_POWER_CUT_SEED") or "1")
 local LINES = 3000
 local TOPIC = "power-cut"
 
--- Copies expected.log to in.log a chunk at a time, so the kill lands
--- mid-stream.
-local WRITER = [[
-import time
-lines = open("expected.log", "rb").read().splitlines(True)
-with open("in.log", "ab", buffering=0) as f:
-    for i in range(0, len(lines), 40):
-        f.write(b"".join(lines[i:i + 40]))
-        time.sleep(0.004)
-]]
-
 -- The lines as read are the records' values (the payload encoder); small
 -- segments, so that a round has several.
 local function config(bootstrap, cap)
@@ -67,11 +56,6 @@ local function config(bootstrap, cap)
     .. 'kafka = { type = "kafka_output", message_matcher = "TRUE", encoder = "payload", brokers = "'
     .. bootstrap .. '", topic = "' .. TOPIC .. '", disk_buffer = { path = "buffer", segment_bytes = 16384 }'
     .. (cap and ", max_messages_per_second = " .. cap or "") .. ' }\n'
-end
-
-local function kill9(dir, name)
-  h.sh(dir, "pid=$(cat " .. name .. ".pid); kill -KILL $(cat /proc/$pid/task/$pid/children) 2>/dev/null")
-  return h.wait_exit(dir, name, 10)
 end
 
 -- Whether the disk buffer has a segment with a record in it (more than
@@ -115,7 +99,7 @@ local function cut(seed, b, drain_crash)
     written[line] = true
   end
   run.write(dir .. "/expected.log", table.concat(r.expected, "\n") .. "\n")
-  run.write(dir .. "/writer.py", WRITER)
+  run.write(dir .. "/writer.py", pc.WRITER)
   run.write(dir .. "/config.lua", config(b.bootstrap))
   run.write(dir .. "/in.log", "")
   h.sh(dir, "mkdir state")
@@ -129,7 +113,7 @@ local function cut(seed, b, drain_crash)
     return (run.read(dir .. "/state/checkpoints") or ""):find("file in.log") and on_disk(dir)
   end, 20), "no records on disk: " .. (run.read(dir .. "/lumberjit.err") or ""))
   h.sleep(string.format("%.3f", math.random(0, 500) / 1000))
-  kill9(dir, "lumberjit")
+  pc.kill9(dir, "lumberjit")
   assert.are.equal(0, h.wait_exit(dir, "writer", 30))
   r.first_log = run.read(dir .. "/lumberjit.err") or ""
 
@@ -169,7 +153,7 @@ local function crash_while_draining(r, b)
   assert(h.wait_until(function() return (run.read(dir .. "/drain.err") or ""):find("partitions on 1 broker") end, 30),
     run.read(dir .. "/drain.err"))
   h.sleep(string.format("%.3f", math.random(0, 2000) / 1000))
-  kill9(dir, "drain")
+  pc.kill9(dir, "drain")
   local log = run.read(dir .. "/drain.err") or ""
   check_repairs(r.seg, r.checkpoint_cut, r.cursor_cut, nil, log,
     "seed " .. r.seed .. " in " .. dir .. ": " .. table.concat(r.what, "; ") .. "\n" .. log)

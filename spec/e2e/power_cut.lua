@@ -3,14 +3,34 @@
 -- bytes changed in the 256 before the cut), the disk buffer's segments
 -- read as the disk queue writes them (src/storage/disk_queue.c), which
 -- records a cut segment loses, and the check of what lumberjit logs of its
--- repair. Both outputs' disk buffers hold the same records: [u16 input
--- name length][input name][u64 position][u8 flags][u32 head][head][line].
+-- repair, and the writer and the kill -9 of a round. Both outputs' disk
+-- buffers hold the same records: [u16 input name length][input name][u64
+-- position][u8 flags][u32 head][head][line].
 -- Every draw is from math.random, in the order the specs made them when
 -- this was power_cut_spec's own, so a seed still replays its round.
 local run = dofile("spec/e2e/run.lua")
+local h = dofile("spec/e2e/syslog_harness.lua")
 local assert = require("luassert")
 
 local pc = {}
+
+-- Copies expected.log to in.log a chunk at a time, so the kill lands
+-- mid-stream (the spec runs it as writer.py in the round's directory).
+pc.WRITER = [[
+import time
+lines = open("expected.log", "rb").read().splitlines(True)
+with open("in.log", "ab", buffering=0) as f:
+    for i in range(0, len(lines), 40):
+        f.write(b"".join(lines[i:i + 40]))
+        time.sleep(0.004)
+]]
+
+-- kill -9 of what `name` (started by syslog_harness's spawn) runs, not of
+-- the timeout wrapping it; its exit status.
+function pc.kill9(dir, name)
+  h.sh(dir, "pid=$(cat " .. name .. ".pid); kill -KILL $(cat /proc/$pid/task/$pid/children) 2>/dev/null")
+  return h.wait_exit(dir, name, 10)
+end
 
 function pc.u32(s, at)
   local a, b, c, d = s:byte(at + 1, at + 4)

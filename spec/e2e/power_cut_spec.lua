@@ -68,17 +68,6 @@ while True:
     threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
 ]]
 
--- Copies expected.log to in.log a chunk at a time, so the kill lands
--- mid-stream.
-local WRITER = [[
-import time
-lines = open("expected.log", "rb").read().splitlines(True)
-with open("in.log", "ab", buffering=0) as f:
-    for i in range(0, len(lines), 40):
-        f.write(b"".join(lines[i:i + 40]))
-        time.sleep(0.004)
-]]
-
 local function config(port)
   return 'lumberjit = { dead_letter_path = "dead.log", state_dir = "state", checkpoint_interval_ms = 20, '
     .. 'stop_timeout_ms = 2000 }\n'
@@ -86,11 +75,6 @@ local function config(port)
     .. 'fwd = { type = "syslog_output", message_matcher = "TRUE", framing = "newline", '
     .. 'address = "tcp://127.0.0.1:' .. port .. '", reconnect_min_ms = 20, reconnect_max_ms = 100, '
     .. 'disk_buffer = { path = "buffer", segment_bytes = 16384 } }\n'
-end
-
-local function kill9(dir, name)
-  h.sh(dir, "pid=$(cat " .. name .. ".pid); kill -KILL $(cat /proc/$pid/task/$pid/children) 2>/dev/null")
-  return h.wait_exit(dir, name, 10)
 end
 
 local totals = { rounds = 0, lost = 0, arrived = 0, duplicates = 0, segment_repairs = 0,
@@ -107,7 +91,7 @@ local function round(seed)
   end
   run.write(dir .. "/expected.log", table.concat(expected, "\n") .. "\n")
   run.write(dir .. "/receiver.py", RECEIVER)
-  run.write(dir .. "/writer.py", WRITER)
+  run.write(dir .. "/writer.py", pc.WRITER)
   run.write(dir .. "/config.lua", config(port))
   h.sh(dir, "mkdir state")
 
@@ -121,7 +105,7 @@ local function round(seed)
   -- run's, which knows nothing of the file to resume (README: Power loss).
   assert(h.wait_until(function() return (run.read(dir .. "/state/checkpoints") or ""):find("file in.log") end, 10))
   h.sleep(string.format("%.3f", math.random(0, 500) / 1000))
-  kill9(dir, "lumberjit")
+  pc.kill9(dir, "lumberjit")
   assert.are.equal(0, h.wait_exit(dir, "writer", 30))
 
   -- The power cut: a segment, the checkpoint file and the cursor.
