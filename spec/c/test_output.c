@@ -5,7 +5,9 @@
  * also when the failure callback writes to the same sink; the high-water
  * mark holds until the queue drains; a transport sees the records a
  * worker's collector handed over, in order, by peeking and taking, and
- * the queue keeps its buffer when it takes a smaller one's records.
+ * the queue keeps its buffer when it takes a smaller one's records; runs
+ * of lines count line by line as a slow reader takes them, fail line by
+ * line with each line's position, and go to a file without a copy.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -22,6 +24,7 @@
 typedef struct {
   output_sink *sink;
   buf failed_bytes;
+  uint64_t failed_positions[8]; /* of the first failed records */
   int failed, failed_dead_letters, changed;
   bool reenter; /* dead-letter each failure into the failing sink itself */
 } watcher;
@@ -35,6 +38,7 @@ static void on_failed(void *ud, output_sink *o, const output_record *r,
     w->failed_dead_letters++;
     return;
   }
+  if (w->failed < 8) w->failed_positions[w->failed] = r->position;
   w->failed++;
   buf_append(&w->failed_bytes, bytes, len);
   if (w->reenter) {
@@ -190,7 +194,7 @@ static int held_close(output_sink *o) { (void)o; return 0; }
 static const output_transport held = {held_send, held_busy, held_fail,
                                       held_checkpoint, held_summary,
                                       held_stats, held_close_handles,
-                                      held_close};
+                                      held_close, NULL};
 
 /* Record i of commit_record, as peeked at. */
 static bool peeks(output_sink *o, size_t n, unsigned i)
@@ -246,6 +250,118 @@ static void test_transport_queue(void)
   output_close(&small);
 }
 
+/* Commits n lines of 100 bytes (with the LF) as one run, the first at
+ * offset `first`. */
+static void commit_run(output_sink *o, unsigned n, uint64_t first,
+                       buf *expected)
+{
+  buf lines = {0};
+  msg_origin from = {"in", first, true, NULL, 0, NULL, NULL, NULL,
+                     uv_hrtime() / 1000};
+
+  for (unsigned i = 0; i < n; i++) {
+    char line[128];
+    int len = snprintf(line, sizeof line, "line %05u %088u\n", i, i);
+    buf_append(&lines, line, (size_t)len);
+  }
+  from.bytes = lines.data;
+  from.len = lines.len;
+  if (expected) buf_append(expected, lines.data, lines.len);
+  output_commit_lines(o, &from, n);
+  buf_free(&lines);
+}
+
+static void test_runs_slow_reader(void)
+{
+  output_sink o;
+  watcher w = {0};
+  int fds[2];
+  buf expected = {0}, got = {0};
+  char chunk[1000];
+  bool partly = false;
+
+  open_on_pipe(&o, &w, fds, 1);
+  commit_run(&o, 3000, 0, &expected);
+  commit_run(&o, 1000, 300000, &expected);
+  CHECK(output_queued_records(&o) + o.records_written == 4000);
+  while (got.len < expected.len) {
+    ssize_t n = read(fds[0], chunk, sizeof chunk);
+    if (n > 0) buf_append(&got, chunk, (size_t)n);
+    uv_run(uv_default_loop(), UV_RUN_NOWAIT);
+    /* Lines count as they go out, not once their run is all out. */
+    partly |= o.records_written > 0 && o.records_written < 3000;
+  }
+  CHECK(partly);
+  CHECK(o.records_written == 4000 && o.latency.count == 4000);
+  CHECK(output_queued_records(&o) == 0 && output_idle(&o));
+  CHECK(got.len == expected.len && memcmp(got.data, expected.data, got.len) == 0);
+  close_sink(&o);
+  close(fds[0]);
+  close(fds[1]);
+  buf_free(&expected);
+  buf_free(&got);
+}
+
+static void test_runs_fail(void)
+{
+  output_sink o;
+  watcher w = {0};
+  int fds[2];
+  buf expected = {0};
+
+  open_on_pipe(&o, &w, fds, 1u << 20);
+  close(fds[0]);
+  commit_run(&o, 5, 1000, &expected);
+  output_flush(&o);
+  CHECK(o.state == OUTPUT_FAILED);
+  commit_run(&o, 2, 5000, &expected); /* fails at once */
+  CHECK(w.failed == 7);
+  CHECK(w.failed_positions[0] == 1000 && w.failed_positions[1] == 1100 &&
+        w.failed_positions[4] == 1400 && w.failed_positions[5] == 5000 &&
+        w.failed_positions[6] == 5100);
+  CHECK(w.failed_bytes.len == expected.len &&
+        memcmp(w.failed_bytes.data, expected.data, expected.len) == 0);
+  close_sink(&o);
+  close(fds[1]);
+  buf_free(&expected);
+  buf_free(&w.failed_bytes);
+}
+
+static void test_runs_to_file(void)
+{
+  char path[] = "/tmp/lumberjit-test-output-XXXXXX", err[256];
+  output_sink o;
+  watcher w = {0};
+  output_events ev = {on_failed, on_changed, &w};
+  buf expected = {0};
+  int fd = mkstemp(path);
+
+  CHECK(fd >= 0);
+  CHECK(output_open(&o, uv_default_loop(), "output 'test'", path, 4096, true,
+                    ev, err, sizeof err) == 0);
+  CHECK(output_takes_lines(&o));
+  commit_record(&o, 0, &expected);   /* queued: under flush_bytes */
+  commit_run(&o, 10, 100, &expected); /* queued too */
+  CHECK(o.records_written == 0);
+  commit_run(&o, 500, 2000, &expected); /* written, with what was queued */
+  CHECK(o.records_written == 511 && output_idle(&o));
+  CHECK(o.pending.cap < 50000); /* the big run was never copied in */
+  close_sink(&o);
+  {
+    buf got = {0};
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(fd, chunk, sizeof chunk)) > 0)
+      buf_append(&got, chunk, (size_t)n);
+    CHECK(got.len == expected.len &&
+          memcmp(got.data, expected.data, got.len) == 0);
+    buf_free(&got);
+  }
+  close(fd);
+  unlink(path);
+  buf_free(&expected);
+}
+
 int main(void)
 {
   signal(SIGPIPE, SIG_IGN); /* as main.c: EPIPE, not a kill */
@@ -254,6 +370,9 @@ int main(void)
   test_closed_reader(true);
   test_high_water();
   test_transport_queue();
+  test_runs_slow_reader();
+  test_runs_fail();
+  test_runs_to_file();
   uv_run(uv_default_loop(), UV_RUN_NOWAIT);
   uv_loop_close(uv_default_loop());
   return check_summary();

@@ -95,25 +95,55 @@ out = { type = "file_output", path = "out.log", message_matcher = "@ALWAYS@" }
     assert.are.equal("a\nb\n", p.files["out.log"])
   end)
 
+  -- Each long-line rule, with outputs that take runs of lines (all of
+  -- them lines with no size cap: queued as one record each, or, with
+  -- flush_bytes = 0, written straight from the read buffer) and with one
+  -- that does not (newline = false: record by record).
   it("writes, dead-letters and counts as the workers do", function()
+    local outputs = {
+      records = [[raw = { type = "file_output", path = "raw.log", message_matcher = "@ALWAYS@", newline = false }]],
+      runs = "",
+      straight = [[straight = { type = "file_output", path = "straight.log", message_matcher = "@ALWAYS@", flush_bytes = 0 }]],
+    }
     for _, rule in ipairs({"split", "truncate", "dead_letter"}) do
-      local config = string.format([[
+      for how, extra in pairs(outputs) do
+        local config = string.format([[
 lumberjit = { dead_letter_path = "dead.log", state_dir = "." }
 file = { type = "file_input", path = "in.log", max_line = 200, long_lines = %q }
 both = { type = "file_output", path = "both.log", message_matcher = "@ALWAYS@" }
 none = { type = "file_output", path = "none.log", message_matcher = "@NEVER@" }
-raw = { type = "file_output", path = "raw.log", message_matcher = "@ALWAYS@", newline = false }
-]], rule)
-      local p, w = both(config, input_text(), {"both.log", "none.log", "raw.log"})
-      assert.are.equal(0, p.status, p.stderr)
-      assert.are.equal(0, w.status, w.stderr)
-      assert.are.same(w.files, p.files)
-      assert.are.same(w.dead, p.dead)
-      assert.are.same(w.counters, p.counters)
-      assert.truthy(#p.files["both.log"] > 100000)
-      assert.are.equal(5, #p.counters) -- the input, three outputs, dead letters
-      assert.are.equal(rule == "dead_letter" and 12 or 0, #p.dead)
+%s
+]], rule, extra)
+        local names = {"both.log", "none.log", "raw.log", "straight.log"}
+        local p, w = both(config, input_text(), names)
+        assert.are.equal(0, p.status, p.stderr)
+        assert.are.equal(0, w.status, w.stderr)
+        assert.are.same(w.files, p.files)
+        assert.are.same(w.dead, p.dead)
+        assert.are.same(w.counters, p.counters)
+        assert.truthy(#p.files["both.log"] > 100000)
+        -- the input, the outputs, the dead letters
+        assert.are.equal(how == "runs" and 4 or 5, #p.counters, how)
+        assert.are.equal(rule == "dead_letter" and 12 or 0, #p.dead)
+      end
     end
+  end)
+
+  -- A run of lines that an output cannot write goes to the dead letters
+  -- line by line, each with its own offset, as records do. (The last line
+  -- is ended: the failure stops the run, and the passthrough, failing as
+  -- it reads, comes to a stop before an unended line where the workers'
+  -- path had handed it on.)
+  it("dead-letters each line of a run an output fails", function()
+    local p, w = both([[
+lumberjit = { dead_letter_path = "dead.log" }
+file = { type = "file_input", path = "in.log" }
+full = { type = "file_output", path = "/dev/full", message_matcher = "@ALWAYS@", flush_bytes = 0 }
+]], input_text() .. "\n", {})
+    assert.are.equal(1, p.status, p.stderr)
+    assert.are.same(w.dead, p.dead)
+    assert.are.same(w.counters, p.counters)
+    assert.are.equal(3001, #p.dead)
   end)
 
   it("counts records no output takes as matching none", function()

@@ -23,13 +23,18 @@ static uint64_t bucket_top(unsigned b)
   return ((uint64_t)(LATENCY_SUB + sub + 1) << (top - 3)) - 1;
 }
 
-void latency_add(latency_hist *h, uint64_t us)
+void latency_add_n(latency_hist *h, uint64_t us, uint64_t n)
 {
   unsigned b = bucket_of(us);
 
-  h->buckets[b < LATENCY_BUCKETS ? b : LATENCY_BUCKETS - 1]++;
-  h->count++;
+  h->buckets[b < LATENCY_BUCKETS ? b : LATENCY_BUCKETS - 1] += n;
+  h->count += n;
   if (us > h->max_us) h->max_us = us;
+}
+
+void latency_add(latency_hist *h, uint64_t us)
+{
+  latency_add_n(h, us, 1);
 }
 
 uint64_t latency_quantile(const latency_hist *h, double q)

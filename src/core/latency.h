@@ -21,6 +21,8 @@ typedef struct {
 } latency_hist;
 
 void latency_add(latency_hist *h, uint64_t us);
+/* n values of us at once (the records of one run). */
+void latency_add_n(latency_hist *h, uint64_t us, uint64_t n);
 /* The duration at quantile q (0 < q <= 1): the upper bound of the bucket
  * that holds it; 0 when nothing was added. */
 uint64_t latency_quantile(const latency_hist *h, double q);

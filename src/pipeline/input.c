@@ -89,14 +89,48 @@ static void drop_carried_cr(input *in)
   in->carry.len = without_cr(in, in->carry.data, in->carry.len);
 }
 
+/* The whole lines in [p, end) from p on that go on as one run: it ends
+ * before the first line a record call must take (too long, or losing a
+ * CR), at the last LF, or at INPUT_RUN_MAX lines. Returns its end (p: no
+ * run) and sets *count. */
+static const char *run_of_lines(const input *in, const char *p,
+                                const char *end, size_t *count)
+{
+  const char *run_end = p, *nl;
+  size_t n = 0;
+
+  while (n < INPUT_RUN_MAX && (nl = memchr(run_end, '\n',
+                                           (size_t)(end - run_end)))) {
+    size_t len = (size_t)(nl - run_end);
+    if (len > in->max_line || without_cr(in, run_end, len) != len) break;
+    run_end = nl + 1;
+    n++;
+  }
+  *count = n;
+  return run_end;
+}
+
 /* Splits one read into records. */
 static void split_lines(input *in, const char *data, size_t len)
 {
   uint64_t base = in->read_offset;
   const char *p = data, *end = data + len;
-  size_t n;
+  size_t n, count;
 
   while (p < end) {
+    if (in->handler.lines && in->carry.len == 0 && in->piece == 0) {
+      const char *run_end = run_of_lines(in, p, end, &count);
+      if (count > 0) {
+        uint64_t first = in->is_offset ? base + (uint64_t)(p - data)
+                                       : in->seq + 1;
+        in->seq += in->is_offset ? 0 : count;
+        in->done_offset = base + (uint64_t)(run_end - data);
+        in->handler.lines(in->handler.ud, in, p, (size_t)(run_end - p),
+                          count, first);
+        p = run_end;
+        continue;
+      }
+    }
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     uint64_t off = base + (uint64_t)(p - data);
     if (!nl) {

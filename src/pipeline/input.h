@@ -51,11 +51,23 @@
 
 typedef struct input input;
 
+/* The most lines in one run (input_handler.lines): a count that fits in
+ * 16 bits once the first is taken away (output.h: output_record.more). */
+#define INPUT_RUN_MAX 65536
+
 typedef struct {
   /* piece: 0 for a whole line, else the number of this piece of a line
    * longer than max_line. */
   void (*record)(void *ud, input *in, const char *bytes, size_t len,
                  uint64_t position, unsigned piece);
+  /* Optional: a run of count whole lines straight from the read buffer,
+   * in place of a record call each: every one ends in its LF (bytes and
+   * len take them in), none is longer than max_line or loses a CR, and
+   * the first is at position (the others follow it: offsets go on by each
+   * line's length with its LF, sequence numbers by one). At most
+   * INPUT_RUN_MAX lines. */
+  void (*lines)(void *ud, input *in, const char *bytes, size_t len,
+                size_t count, uint64_t position);
   /* A stop came inside a line that no checkpoint keeps, or the file was
    * truncated under it (follows): the bytes read of it, which are no
    * record (the rest will not be read), and why. */

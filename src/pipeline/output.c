@@ -37,17 +37,56 @@ void output_set_high_water(output_sink *o, size_t bytes)
   o->low_water = o->high_water / 4;
 }
 
+size_t output_queued_records(const output_sink *o)
+{
+  size_t n = o->nrecs - o->rec_head;
+
+  for (size_t i = o->rec_head; i < o->nrecs; i++) n += o->recs[i].more;
+  return n;
+}
+
 /* A record is acknowledged: it counts, and so does its latency. */
 void output_count_written(output_sink *o, const output_record *r,
                           uint64_t now_us)
 {
+  uint64_t n = 1 + (uint64_t)r->more;
+
   if (r->dead_letter) {
-    o->dead_letters_written++;
+    o->dead_letters_written += n;
     return;
   }
-  o->records_written++;
+  o->records_written += n;
   if (r->read_us)
-    latency_add(&o->latency, now_us > r->read_us ? now_us - r->read_us : 0);
+    latency_add_n(&o->latency, now_us > r->read_us ? now_us - r->read_us : 0,
+                  n);
+}
+
+/* The position of the line after `line`, of `len` bytes with its LF, in
+ * a run. */
+static uint64_t next_in_run(const output_record *line, size_t len)
+{
+  return line->position + (line->is_offset ? len : 1);
+}
+
+void output_ack_run_front(output_sink *o, size_t upto, uint64_t now_us)
+{
+  output_record *r = &o->recs[o->rec_head], done = *r;
+  const char *start = o->pending.data + o->boundary, *p = start, *nl;
+  const char *end = o->pending.data + upto;
+  uint16_t n = 0;
+
+  /* The run's last line ends at its end, past upto: n stays below it. */
+  while (n < r->more && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+    p = nl + 1;
+    n++;
+  }
+  if (n == 0) return;
+  done.more = n - 1;
+  output_count_written(o, &done, now_us);
+  r->more -= n;
+  r->position = r->is_offset ? r->position + (size_t)(p - start)
+                             : r->position + n;
+  o->boundary += (size_t)(p - start);
 }
 
 /* Drops what was written from the front of the queue. */
@@ -71,11 +110,27 @@ static void compact(output_sink *o)
   o->rec_head = 0;
 }
 
-/* The owner's failed callback gets the record without its head (an output_route). */
+/* The owner's failed callback gets the record without its head (an
+ * output_route); a run's lines each on their own. */
 void output_fail_record(output_sink *o, const output_record *r,
                         const char *bytes, size_t len, const char *reason)
 {
-  o->ev.failed(o->ev.ud, o, r, bytes + r->head, len - r->head, reason);
+  output_record line = *r;
+  const char *end = bytes + len;
+
+  if (!r->more) {
+    o->ev.failed(o->ev.ud, o, r, bytes + r->head, len - r->head, reason);
+    return;
+  }
+  line.more = 0;
+  for (unsigned i = 0; i <= r->more; i++) {
+    const char *nl = i < r->more ? memchr(bytes, '\n', (size_t)(end - bytes))
+                                 : end - 1;
+    size_t n = (size_t)(nl + 1 - bytes);
+    o->ev.failed(o->ev.ud, o, &line, bytes, n, reason);
+    line.position = next_in_run(&line, n);
+    bytes += n;
+  }
 }
 
 void output_fail(output_sink *o, const char *reason)
@@ -112,6 +167,17 @@ void output_fail(output_sink *o, const char *reason)
   o->ev.changed(o->ev.ud, o);
 }
 
+/* After the transport wrote: drops what was written, and tells the owner
+ * when the sink drained or is no longer full. */
+static void written(output_sink *o, bool was_idle, bool was_full)
+{
+  if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
+  compact(o);
+  if (o->full && output_queued(o) < o->low_water) o->full = false;
+  if (was_full != o->full || was_idle != output_idle(o))
+    o->ev.changed(o->ev.ud, o);
+}
+
 void output_flush(output_sink *o)
 {
   bool was_idle = output_idle(o), was_full = o->full;
@@ -120,18 +186,27 @@ void output_flush(output_sink *o)
   o->in_flush = 1;
   if (o->tx) o->tx->send(o); /* a collector has none */
   o->in_flush = 0;
-  if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
-  compact(o);
-  if (o->full && output_queued(o) < o->low_water) o->full = false;
-  if (was_full != o->full || was_idle != output_idle(o))
-    o->ev.changed(o->ev.ud, o);
+  written(o, was_idle, was_full);
+}
+
+/* Room in the index for one more record. */
+static bool room_for_record(output_sink *o)
+{
+  size_t cap = o->recs_cap ? o->recs_cap * 2 : 1024;
+  output_record *p;
+
+  if (o->nrecs < o->recs_cap) return true;
+  if (!(p = realloc(o->recs, cap * sizeof *p))) return false;
+  o->recs = p;
+  o->recs_cap = cap;
+  return true;
 }
 
 static void commit(output_sink *o, const msg_origin *from, bool dead_letter,
-                   uint32_t head)
+                   uint32_t head, uint16_t more)
 {
   output_record r = {o->pending.len, from->input, from->position, from->ack,
-                     from->is_offset, dead_letter, head, from->read_us};
+                     from->is_offset, dead_letter, more, head, from->read_us};
 
   if (o->state == OUTPUT_FAILED) {
     output_fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
@@ -139,17 +214,11 @@ static void commit(output_sink *o, const msg_origin *from, bool dead_letter,
     o->pending.len = o->committed;
     return;
   }
-  if (o->nrecs == o->recs_cap) {
-    size_t cap = o->recs_cap ? o->recs_cap * 2 : 1024;
-    output_record *p = realloc(o->recs, cap * sizeof *p);
-    if (!p) {
-      output_fail_record(o, &r, o->pending.data + o->committed, r.end - o->committed,
-                  "out of memory");
-      o->pending.len = o->committed;
-      return;
-    }
-    o->recs = p;
-    o->recs_cap = cap;
+  if (!room_for_record(o)) {
+    output_fail_record(o, &r, o->pending.data + o->committed,
+                       r.end - o->committed, "out of memory");
+    o->pending.len = o->committed;
+    return;
   }
   o->recs[o->nrecs++] = r;
   o->committed = r.end;
@@ -161,13 +230,58 @@ static void commit(output_sink *o, const msg_origin *from, bool dead_letter,
 
 void output_commit(output_sink *o, const msg_origin *from, bool dead_letter)
 {
-  commit(o, from, dead_letter, 0);
+  commit(o, from, dead_letter, 0, 0);
 }
 
 void output_commit_routed(output_sink *o, const msg_origin *from,
                           uint32_t head)
 {
-  commit(o, from, false, head);
+  commit(o, from, false, head, 0);
+}
+
+bool output_takes_lines(const output_sink *o)
+{
+  return o->tx && o->tx->write_lines && !o->max_file_bytes;
+}
+
+void output_commit_lines(output_sink *o, const msg_origin *from,
+                         size_t count)
+{
+  output_record r = {0, from->input, from->position, from->ack,
+                     from->is_offset, false, (uint16_t)(count - 1), 0,
+                     from->read_us};
+  size_t done = 0;
+
+  /* Straight from the read buffer, after what is queued: copying a big
+   * run only to write it at once costs a copy, and the kernel's copy from
+   * a buffer no longer in the CPU's cache. Small ones wait to be written
+   * with others. */
+  if (o->state == OUTPUT_READY && !o->in_flush &&
+      o->pending.len == o->committed && from->len >= o->flush_bytes &&
+      room_for_record(o)) {
+    bool was_idle = output_idle(o), was_full = o->full;
+    o->in_flush = 1;
+    done = o->tx->write_lines(o, from->bytes, from->len);
+    o->in_flush = 0;
+    if (done == from->len) {
+      output_count_written(o, &r, uv_hrtime() / 1000);
+      written(o, was_idle, was_full);
+      return;
+    }
+  }
+  if (o->state == OUTPUT_FAILED) {
+    output_fail_record(o, &r, from->bytes, from->len, o->error);
+    return;
+  }
+  if (!buf_append(&o->pending, from->bytes, from->len)) {
+    output_fail_record(o, &r, from->bytes, from->len, "out of memory");
+    return;
+  }
+  /* What a write took before it failed is written: the queue goes on
+   * after it (output_fd.c cuts it off again if the rest cannot come),
+   * and the index had room, so the commit cannot fail. */
+  o->head += done;
+  commit(o, from, false, 0, r.more);
 }
 
 static void lose(void *ud, output_sink *o, const output_record *r,
@@ -285,7 +399,7 @@ void output_adopt(output_sink *o, output_sink *from)
       msg_origin origin = {r->input, r->position, r->is_offset, NULL, 0, r->ack,
                            NULL, NULL, r->read_us};
       buf_append(output_buf(o), from->pending.data + start, r->end - start);
-      commit(o, &origin, r->dead_letter, r->head);
+      commit(o, &origin, r->dead_letter, r->head, r->more);
       start = r->end;
     }
   }
@@ -345,7 +459,7 @@ void output_undeliverable(output_sink *o, const output_record *r,
 
 void output_release(output_sink *o, const output_record *r)
 {
-  o->records_released++;
+  o->records_released += 1 + (uint64_t)r->more;
   checkpoint_release(r->ack);
 }
 

@@ -63,6 +63,9 @@ typedef struct {
   struct checkpoint_ticket *ack;
   bool is_offset;
   bool dead_letter;
+  uint16_t more;     /* a run of whole lines (output_commit_lines): the
+                        lines after the first, each after the one before
+                        it (position: its offset, or its sequence number) */
   uint32_t head;     /* bytes before the record that only route it (a
                         Kafka output's topic and key); 0 for most sinks */
   uint64_t read_us;  /* msg_origin's: when its input handed it on */
@@ -119,6 +122,11 @@ typedef struct {
   void (*close_handles)(output_sink *o);
   /* Frees its state; -1 when something it held could not be kept. */
   int (*close)(output_sink *o);
+  /* Optional: writes what is queued, then len bytes of whole lines
+   * straight from the caller's buffer, and says how many of those it
+   * wrote (all, or those before a write that did not take the rest; none
+   * unless the queue went all out). */
+  size_t (*write_lines)(output_sink *o, const char *bytes, size_t len);
 } output_transport;
 
 typedef enum {
@@ -202,12 +210,26 @@ void output_commit(output_sink *o, const msg_origin *from, bool dead_letter);
  * output_record). */
 void output_commit_routed(output_sink *o, const msg_origin *from,
                           uint32_t head);
+/* Whether o takes runs of lines (output_commit_lines): an fd sink of
+ * lines with no size cap. */
+bool output_takes_lines(const output_sink *o);
+/* Commits count whole lines at once, each ending in its LF, from
+ * from->bytes (from->len bytes): the first at from->position, the others
+ * after it (input.h: input_handler.lines). When nothing waits before them
+ * and they come to flush_bytes or more, they are written from there, not
+ * copied; else they are queued as one record of the run. Either way each
+ * line counts as a record, and one that fails goes to the failed callback
+ * alone. */
+void output_commit_lines(output_sink *o, const msg_origin *from,
+                         size_t count);
 /* Caps a file sink's file at max_bytes, rotating it through keep rotated
  * files (see above). */
 void output_cap_size(output_sink *o, uint64_t max_bytes, unsigned keep);
 /* Sets the high-water mark (see output_full); the low-water mark is a
  * quarter of it. Neither goes below twice flush_bytes. */
 void output_set_high_water(output_sink *o, size_t bytes);
+/* Records the queue holds (a run's lines each count). */
+size_t output_queued_records(const output_sink *o);
 /* Bytes the queue holds, its record index included. */
 size_t output_queued(const output_sink *o);
 /* Writes what the fd takes now. */

@@ -58,9 +58,19 @@ int passthrough_plan(pipeline *pl, char *err, size_t errlen)
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  pl->pass_lines = true;
+  for (size_t i = 0; i < pl->noutputs; i++) {
+    pl_output *o = &pl->outputs[i];
+    if (o->passes && !(o->newline && !o->pass_head.len &&
+                       output_takes_lines(&o->sink)))
+      pl->pass_lines = false;
+  }
   for (size_t i = 0; i < pl->ninputs; i++) {
     pl_input *pi = &pl->inputs[i];
     pi->passthrough = !pi->ri.decoder_name;
+    /* Sources made as their input was built (a file_input's) learn it. */
+    for (pl_source *src = pi->sources; src; src = src->next)
+      src->in.handler = pipeline_input_handler(pi);
     if (pi->passthrough)
       log_debug("input '%s': its records go straight to the outputs (no "
                 "decoder, filter or encoder touches them)", pi->name);
@@ -70,17 +80,28 @@ int passthrough_plan(pipeline *pl, char *err, size_t errlen)
 
 /* Every output that passes takes every message the passthrough makes:
  * counted once a read, not per record. */
-void passthrough_record(pl_source *src, const char *bytes, size_t len,
-                        uint64_t position, unsigned piece)
+/* Where src's bytes at position come from, read at the time of the read
+ * they are cut from (or a benchmark's due time for them). */
+static msg_origin origin(pl_source *src, const char *bytes, size_t len,
+                         uint64_t position)
 {
-  pl_input *pi = src->owner;
-  pipeline *pl = pi->pl;
-  msg_origin o = {pi->name, position, src->in.is_offset, bytes, len,
+  pipeline *pl = src->owner->pl;
+  msg_origin o = {src->owner->name, position, src->in.is_offset, bytes, len,
                   src->ticket, src->names_file ? src->in.path : NULL,
                   src->from, src->read_us};
 
   if (pl->probe.due) o.read_us = pl->probe.due(pl->probe.ud, &src->in, position);
   else if (!o.read_us) o.read_us = src->read_us = uv_hrtime() / 1000;
+  return o;
+}
+
+void passthrough_record(pl_source *src, const char *bytes, size_t len,
+                        uint64_t position, unsigned piece)
+{
+  pl_input *pi = src->owner;
+  pipeline *pl = pi->pl;
+  msg_origin o = origin(src, bytes, len, position);
+
   if (!router_piece_goes_on(&pi->ri, &pl->passed, &pl->dl, &o, piece))
     return;
   pl->passed.messages++;
@@ -99,6 +120,19 @@ void passthrough_record(pl_source *src, const char *bytes, size_t len,
     if (head) output_commit_routed(&out->sink, &o, (uint32_t)head);
     else output_commit(&out->sink, &o, false);
   }
+}
+
+void passthrough_lines(pl_source *src, const char *bytes, size_t len,
+                       size_t count, uint64_t position)
+{
+  pipeline *pl = src->owner->pl;
+  msg_origin o = origin(src, bytes, len, position);
+
+  pl->passed.records += count;
+  pl->passed.messages += count;
+  for (size_t i = 0; i < pl->noutputs; i++)
+    if (pl->outputs[i].passes)
+      output_commit_lines(&pl->outputs[i].sink, &o, count);
 }
 
 void passthrough_read_done(pl_source *src)

@@ -585,10 +585,38 @@ static void on_cut(void *ud, input *in, const char *bytes, size_t len,
   dead_letter_write(&pl->dl, "input", in->name, reason, &from);
 }
 
-input_handler pipeline_input_handler(pipeline *pl)
+/* A run of whole lines of a source that passes through (input.h): the
+ * passthrough takes it whole, unless its lines are joined or a benchmark
+ * times each one (pipeline_set_probe). */
+static void on_lines(void *ud, input *in, const char *bytes, size_t len,
+                     size_t count, uint64_t position)
 {
-  return (input_handler){on_record, on_cut, on_chunk_done, NULL, on_finished,
-                         pl, NULL};
+  pipeline *pl = ud;
+  pl_source *src = (pl_source *)in;
+  const char *end = bytes + len;
+
+  if (!src->join.rule && !pl->probe.due) {
+    if (src->ckpt && pl->store.state_file && !src->ticket)
+      src->ticket = checkpoint_ticket_new(src->ckpt);
+    passthrough_lines(src, bytes, len, count, position);
+    return;
+  }
+  while (bytes < end) {
+    const char *nl = memchr(bytes, '\n', (size_t)(end - bytes));
+    size_t n = (size_t)(nl - bytes);
+    on_record(pl, in, bytes, n, position, 0);
+    position += in->is_offset ? n + 1 : 1;
+    bytes = nl + 1;
+  }
+}
+
+input_handler pipeline_input_handler(const pl_input *pi)
+{
+  pipeline *pl = pi->pl;
+
+  return (input_handler){on_record, pi->passthrough && pl->pass_lines
+                                        ? on_lines : NULL,
+                         on_cut, on_chunk_done, NULL, on_finished, pl, NULL};
 }
 
 static bool writes(const output_sink *o, const struct stat *sb)
@@ -654,7 +682,7 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
       .delivered = o->sink.records_written,
       .failed = o->write_failed + o->encoded.failed,
       .skipped = o->encoded.skipped, .released = o->sink.records_released,
-      .queued_records = o->sink.nrecs - o->sink.rec_head,
+      .queued_records = output_queued_records(&o->sink),
       .queued_bytes = output_queued(&o->sink), .has_tx = o->sink.tx->stats != NULL,
       .timed = o->sink.latency.count};
     latency_report(&o->sink.latency, st->outputs[i].latency_ms);

@@ -405,7 +405,7 @@ pl_source *pipeline_source_new(pl_input *pi)
   src->in.max_line = pi->ri.max_line;
   src->in.keep_cr = pi->keep_cr;
   src->in.fd = -1;
-  src->in.handler = pipeline_input_handler(pi->pl);
+  src->in.handler = pipeline_input_handler(pi);
   src->next = pi->sources;
   pi->sources = src;
   return src;

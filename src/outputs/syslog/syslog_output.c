@@ -238,7 +238,7 @@ static int close_output(output_sink *o)
 
 static const output_transport syslog_transport = {
   send_records, busy, fail, save_cursor, summary, stats, close_handles,
-  close_output
+  close_output, NULL /* no write_lines: it sends records one by one */
 };
 
 /* ---- opening ---- */

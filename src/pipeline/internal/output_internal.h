@@ -15,7 +15,12 @@
 /* A record is acknowledged: it counts, and so does its latency. */
 void output_count_written(output_sink *o, const output_record *r,
                           uint64_t now_us);
-/* The owner's failed callback gets the record without its head (an output_route). */
+/* The front record is a run of lines written up to `upto`, inside it:
+ * its whole lines before upto are acknowledged, and it starts after
+ * them. */
+void output_ack_run_front(output_sink *o, size_t upto, uint64_t now_us);
+/* The owner's failed callback gets the record without its head (an
+ * output_route); a run's lines each on their own. */
 void output_fail_record(output_sink *o, const output_record *r,
                         const char *bytes, size_t len, const char *reason);
 

@@ -162,6 +162,7 @@ struct pipeline {
   /* Jobs came back or reads passed through: not quiet. */
   uint64_t jobs_back, jobs_back_seen;
   router_counts passed;      /* the passthrough's, until its read is done */
+  bool pass_lines;           /* it takes runs of lines (passthrough.h) */
   bool passed_unflushed;     /* it queued records the outputs have not
                                 been asked to write (send_jobs) */
   bool heap_dirty;           /* memory was freed since the last release */
@@ -182,7 +183,7 @@ struct pipeline {
 };
 
 /* pipeline.c: what inputs, sinks, workers and timers call back. */
-input_handler pipeline_input_handler(pipeline *pl);
+input_handler pipeline_input_handler(const pl_input *pi);
 /* Hands on the record the source's joiner holds (multiline flush_ms). */
 void pipeline_source_flush(pl_source *src);
 /* The input has read all it will (a tail_input after its stop). */
