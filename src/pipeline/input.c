@@ -92,21 +92,25 @@ static void drop_carried_cr(input *in)
 /* The whole lines in [p, end) from p on that go on as one run: it ends
  * before the first line a record call must take (too long, or losing a
  * CR), at the last LF, or at INPUT_RUN_MAX lines. Returns its end (p: no
- * run) and sets *count. */
+ * run) and sets *count, and *stop to the LF of the line after it (NULL:
+ * there is none in [p, end), or it was not looked for). */
 static const char *run_of_lines(const input *in, const char *p,
-                                const char *end, size_t *count)
+                                const char *end, size_t *count,
+                                const char **stop)
 {
-  const char *run_end = p, *nl;
+  const char *run_end = p, *nl = NULL;
   size_t n = 0;
 
-  while (n < INPUT_RUN_MAX && (nl = memchr(run_end, '\n',
-                                           (size_t)(end - run_end)))) {
+  while (n < INPUT_RUN_MAX &&
+         (nl = memchr(run_end, '\n', (size_t)(end - run_end)))) {
     size_t len = (size_t)(nl - run_end);
     if (len > in->max_line || without_cr(in, run_end, len) != len) break;
     run_end = nl + 1;
+    nl = NULL;
     n++;
   }
   *count = n;
+  *stop = nl;
   return run_end;
 }
 
@@ -114,12 +118,13 @@ static const char *run_of_lines(const input *in, const char *p,
 static void split_lines(input *in, const char *data, size_t len)
 {
   uint64_t base = in->read_offset;
-  const char *p = data, *end = data + len;
+  const char *p = data, *end = data + len, *nl;
   size_t n, count;
 
   while (p < end) {
+    bool looked = false;
     if (in->handler.lines && in->carry.len == 0 && in->piece == 0) {
-      const char *run_end = run_of_lines(in, p, end, &count);
+      const char *run_end = run_of_lines(in, p, end, &count, &nl);
       if (count > 0) {
         uint64_t first = in->is_offset ? base + (uint64_t)(p - data)
                                        : in->seq + 1;
@@ -130,8 +135,9 @@ static void split_lines(input *in, const char *data, size_t len)
         p = run_end;
         continue;
       }
+      looked = true; /* the first line is not for a run: nl is its LF */
     }
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!looked) nl = memchr(p, '\n', (size_t)(end - p));
     uint64_t off = base + (uint64_t)(p - data);
     if (!nl) {
       carry_append(in, p, (size_t)(end - p), off);
