@@ -3,12 +3,16 @@
  * whose records are all done, in order, and never past one whose record
  * was released undone (checkpoint_release), so the next run reads it
  * again; and a state file a power loss damaged keeps its blocks before the
- * damage and makes the files of the rest new (read from their head).
+ * damage and makes the files of the rest new (read from their head);
+ * and a save that fails (out of descriptors, the rename refused) leaves
+ * the state file as it was, no temporary file, and the offsets to save,
+ * logged once for a run of failures.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,6 +81,15 @@ static void test_no_state_dir(const char *dir)
   unlink(path);
 }
 
+/* The records up to `end` are done. */
+static void acknowledge(checkpoint_source *s, uint64_t end)
+{
+  checkpoint_ticket *t = checkpoint_ticket_new(s);
+
+  t->end = end;
+  checkpoint_unref(t);
+}
+
 /* Saves a.log at offset 10 and b.log at 20, rewrites the state file with
  * `damage` applied to its text, and reads it back: what each file resumes
  * at (UINT64_MAX: not known) and whether the store saw damage. */
@@ -105,9 +118,7 @@ static bool read_damaged(const char *dir, void (*damage)(char *text,
           write(fd[i], "aaaaaaaaa\nbbbbbbbbb\nccccccccc\n", 30) == 30);
     CHECK(fstat(fd[i], &sb[i]) == 0);
     s[i] = checkpoint_track(&st, "in", path[i], fd[i], &sb[i], &offset, &known);
-    checkpoint_ticket *t = checkpoint_ticket_new(s[i]);
-    t->end = 10 * (uint64_t)(i + 1);
-    checkpoint_unref(t);
+    acknowledge(s[i], 10 * (uint64_t)(i + 1));
   }
   CHECK(checkpoint_save(&st) == 0);
   checkpoint_store_close(&st);
@@ -170,6 +181,116 @@ static void test_damage(const char *dir)
         b == 20);
 }
 
+static void read_text(const char *path, char *text, size_t cap)
+{
+  FILE *f = fopen(path, "r");
+  size_t len = f ? fread(text, 1, cap - 1, f) : 0;
+
+  if (f) fclose(f);
+  text[len] = '\0';
+}
+
+static bool exists(const char *path)
+{
+  struct stat sb;
+
+  return stat(path, &sb) == 0;
+}
+
+/* stderr goes to path from now on; returns a copy of the old one. */
+static int log_to(const char *path)
+{
+  int stderr_copy = dup(2), log = open(path, O_CREAT | O_WRONLY | O_TRUNC,
+                                       0600);
+
+  CHECK(stderr_copy >= 0 && log >= 0 && dup2(log, 2) == 2);
+  close(log);
+  return stderr_copy;
+}
+
+static void log_back(int stderr_copy)
+{
+  dup2(stderr_copy, 2);
+  close(stderr_copy);
+}
+
+/* Whether three saves with no descriptor free (the soft limit at the
+ * lowest free number) all failed. */
+static bool failed_without_descriptors(checkpoint_store *st)
+{
+  struct rlimit old, none;
+  bool failed = true;
+
+  if (getrlimit(RLIMIT_NOFILE, &old) != 0) return false;
+  none = old;
+  none.rlim_cur = (rlim_t)dup(0);
+  close((int)none.rlim_cur);
+  if (setrlimit(RLIMIT_NOFILE, &none) != 0) return false;
+  for (int i = 0; i < 3; i++) failed = checkpoint_save(st) == -1 && failed;
+  setrlimit(RLIMIT_NOFILE, &old);
+  return failed;
+}
+
+static void test_failed_save(const char *dir)
+{
+  char path[512], state[600], tmp[600], log_path[600], before[8192],
+      text[8192], err[256];
+  checkpoint_store st;
+  checkpoint_source *s;
+  struct stat sb;
+  uint64_t offset;
+  bool known, failed, kept, saved;
+  int fd, stderr_copy;
+
+  snprintf(path, sizeof path, "%s/in.log", dir);
+  snprintf(state, sizeof state, "%s/checkpoints", dir);
+  snprintf(tmp, sizeof tmp, "%s/checkpoints.tmp", dir);
+  snprintf(log_path, sizeof log_path, "%s/log", dir);
+  fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+  CHECK(fd >= 0 && write(fd, "aaaaaaaaa\nbbbbbbbbb\n", 20) == 20);
+  CHECK(fstat(fd, &sb) == 0);
+  CHECK(checkpoint_store_open(&st, dir, err, sizeof err) == 0);
+  s = checkpoint_track(&st, "in", path, fd, &sb, &offset, &known);
+  acknowledge(s, 10);
+  CHECK(checkpoint_save(&st) == 0);
+  read_text(state, before, sizeof before);
+  acknowledge(s, 20);
+
+  /* Out of descriptors: the last state file stays, the offset is saved
+   * once one is free; logged at the first failure and at the end. (The
+   * checks wait for stderr back.) */
+  stderr_copy = log_to(log_path);
+  failed = failed_without_descriptors(&st);
+  read_text(state, text, sizeof text);
+  kept = strcmp(text, before) == 0 && st.dirty && !exists(tmp);
+  saved = checkpoint_save(&st) == 0;
+  log_back(stderr_copy);
+  CHECK(failed && kept && saved);
+  read_text(log_path, text, sizeof text);
+  CHECK(strstr(text, "cannot write it: Too many open files (creating its "
+                     "temporary file)") != NULL);
+  CHECK(strstr(strstr(text, "cannot write it") + 1, "cannot write it") ==
+        NULL);
+  CHECK(strstr(text, "written again, after 3 failed tries") != NULL);
+  read_text(state, text, sizeof text);
+  CHECK(strstr(before, "offset 10\n") && strstr(text, "offset 20\n"));
+
+  /* A rename refused (a directory in the way): its temporary file goes,
+   * and the offset stays to save. */
+  acknowledge(s, 30);
+  snprintf(text, sizeof text, "%s/keep", state);
+  CHECK(unlink(state) == 0 && mkdir(state, 0700) == 0 &&
+        mkdir(text, 0700) == 0);
+  CHECK(checkpoint_save(&st) == -1 && st.dirty && !exists(tmp));
+  CHECK(rmdir(text) == 0 && rmdir(state) == 0);
+  CHECK(checkpoint_save(&st) == 0 && !st.dirty);
+  checkpoint_store_close(&st);
+  close(fd);
+  unlink(path);
+  unlink(log_path);
+  unlink(state);
+}
+
 int main(void)
 {
   char dir[] = "/tmp/lumberjit-test-checkpoint-XXXXXX";
@@ -178,6 +299,7 @@ int main(void)
   test_release(dir);
   test_no_state_dir(dir);
   test_damage(dir);
+  test_failed_save(dir);
   {
     char state[600];
     snprintf(state, sizeof state, "%s/checkpoints", dir);

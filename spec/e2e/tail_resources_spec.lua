@@ -38,6 +38,62 @@ describe("tail_input resources", function()
     run.cleanup(dir)
   end)
 
+  -- Descriptors running out under the budget (here a soft limit lowered
+  -- at runtime below those open; another library or a burst of sockets
+  -- would do as well): the checkpoint cannot be written, nor logs/ listed
+  -- (glob opens it). On bc7d173 each scan that could not list it took its
+  -- files for gone (their offsets retired), and the first that could found
+  -- them as new, read from their head: 200 of 400 lines duplicated, and
+  -- the checkpoint's failure logged at every try.
+  it("keeps its files, their offsets and the last checkpoint when descriptors run out under it", function()
+    local dir = h.setup({ "logs/*.log" }, { extra = ", read_from_head = true" })
+    local want = {}
+    local function write_round(round)
+      for i = 1, 100 do
+        local line = "file " .. i .. " line " .. round
+        h.append(dir .. "/logs/f" .. i .. ".log", line .. "\n")
+        want[#want + 1] = line
+      end
+    end
+    local function stderr() return run.read(dir .. "/stderr") or "" end
+    local function wait_logged(pattern)
+      for _ = 1, 400 do
+        if h.count_matching(stderr(), pattern) > 0 then return end
+        h.sleep(0.05)
+      end
+    end
+    write_round(1)
+    h.start(dir, { prefix = "ulimit -n 256;" })
+    h.wait_lines(dir, 100)
+    -- The 100 files stay open (idle_close_ms is a minute). A soft limit
+    -- of 3 leaves no descriptor to open anything, whatever numbers are free
+    -- past the standard streams.
+    local pid = h.lumberjit_pid(dir)
+    h.sh(dir, "prlimit --pid " .. pid .. " --nofile=3:256")
+    write_round(2) -- read on the open descriptors, acknowledged, not saved
+    h.wait_lines(dir, 200)
+    wait_logged("cannot write it: Too many open files")
+    wait_logged("cannot list logs: Too many open files")
+    h.sh(dir, "prlimit --pid " .. pid .. " --nofile=256:256")
+    wait_logged("written again")
+    write_round(3)
+    h.wait_lines(dir, 300)
+    assert.are.equal(0, h.stop(dir))
+    local log = stderr()
+    -- The next run starts where this one's acknowledgements got to.
+    write_round(4)
+    h.start(dir, { prefix = "ulimit -n 256;" })
+    h.wait_lines(dir, 400)
+    assert.are.equal(0, h.stop(dir))
+    local r = h.check(want, run.lines(run.read(dir .. "/out.log")))
+    assert.are.same({ 0, 0, 0 }, { r.lost, r.dups, r.torn }, r.text)
+    -- Logged once while it lasts, and its end.
+    assert.are.equal(1, h.count_matching(log, "cannot write it: Too many open files"), log)
+    assert.are.equal(1, h.count_matching(log, "cannot list logs: Too many open files"), log)
+    assert.are.equal(1, h.count_matching(log, "checkpoint state/checkpoints: written again"), log)
+    run.cleanup(dir)
+  end)
+
   it("logs an unreadable file once, counts it, and reads it once it is readable", function()
     local dir = h.setup({ "logs/*.log" }, { global = 'metrics_path = "metrics.prom",' })
     local wrap = ""

@@ -551,17 +551,12 @@ static bool write_block(FILE *out, const char *input, const char *path,
   return true;
 }
 
-int checkpoint_save(checkpoint_store *st)
+/* The blocks and end line; the stream's error flag tells of a failed
+ * write. */
+static void write_state(const checkpoint_store *st, FILE *f)
 {
-  char tmp[4096];
   unsigned blocks = 0;
-  FILE *f;
-  int ok;
 
-  if (!st->state_file || !st->dirty) return 0;
-  snprintf(tmp, sizeof tmp, "%s.tmp", st->state_file);
-  f = fopen(tmp, "w");
-  if (!f) goto fail;
   fprintf(f, "lumberjit checkpoint 3\n");
   for (const checkpoint_source *s = st->sources; s; s = s->next) {
     checkpoint_window w = window_of(s);
@@ -574,15 +569,79 @@ int checkpoint_save(checkpoint_store *st)
                           s->fingerprint_len, s->fingerprint, s->offset,
                           &s->window);
   fprintf(f, "end %u\n", blocks);
-  ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-  if (fclose(f) != 0 || !ok || rename(tmp, st->state_file) != 0 ||
-      sync_dir(st->state_dir) != 0)
-    goto fail;
+}
+
+/* errno, or EIO where a stream's write failed without one left. */
+static int error_now(void)
+{
+  return errno ? errno : EIO;
+}
+
+/* Writes tmp whole and renames it over the state file; the step that
+ * failed, NULL when none did (*err its errno). The old state file stays
+ * until the rename, and a tmp that did not become it is removed. */
+static const char *replace_state(checkpoint_store *st, const char *tmp,
+                                 int *err)
+{
+  const char *failed = NULL;
+  FILE *f = fopen(tmp, "we");
+
+  if (!f) {
+    *err = error_now();
+    return "creating its temporary file";
+  }
+  errno = 0;
+  write_state(st, f);
+  if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
+    *err = error_now();
+    failed = "writing its temporary file";
+  }
+  if (fclose(f) != 0 && !failed) {
+    *err = error_now();
+    failed = "writing its temporary file";
+  }
+  if (!failed && rename(tmp, st->state_file) != 0) {
+    *err = error_now();
+    failed = "renaming its temporary file over it";
+  }
+  if (failed) {
+    unlink(tmp);
+    return failed;
+  }
+  /* Written: only the rename may not last a power loss yet. */
+  if (sync_dir(st->state_dir) != 0) {
+    *err = error_now();
+    return "syncing its directory";
+  }
+  return NULL;
+}
+
+int checkpoint_save(checkpoint_store *st)
+{
+  char tmp[4096];
+  const char *failed;
+  int err = 0;
+
+  if (!st->state_file || !st->dirty) return 0;
+  snprintf(tmp, sizeof tmp, "%s.tmp", st->state_file);
+  if ((failed = replace_state(st, tmp, &err))) {
+    /* Out of descriptors or space, it fails at each interval until they
+     * are back: logged once, the offsets kept (dirty) for the next try. */
+    if (st->failed_saves++ == 0)
+      log_error("checkpoint %s: cannot write it: %s (%s); the last one "
+                "written stays (a restart now would read again what was "
+                "acknowledged since), and it is tried again at each "
+                "checkpoint_interval_ms", st->state_file, strerror(err),
+                failed);
+    return -1;
+  }
+  if (st->failed_saves > 0)
+    log_msg("checkpoint %s: written again, after %u failed %s",
+            st->state_file, st->failed_saves,
+            st->failed_saves == 1 ? "try" : "tries");
+  st->failed_saves = 0;
   st->dirty = false;
   return 0;
-fail:
-  log_error("checkpoint %s: cannot write it: %s", st->state_file, strerror(errno));
-  return -1;
 }
 
 static void free_sources(checkpoint_source *s)
@@ -596,6 +655,11 @@ static void free_sources(checkpoint_source *s)
 
 void checkpoint_store_close(checkpoint_store *st)
 {
+  if (st->dirty && st->failed_saves > 0)
+    log_error("checkpoint %s: the run ends with it unwritten (%u tries "
+              "failed): the next run starts from the last one written, and "
+              "reads again the records acknowledged since", st->state_file,
+              st->failed_saves);
   free_sources(st->sources);
   free_sources(st->retired);
   free_saved(st->saved);

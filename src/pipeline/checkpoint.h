@@ -36,6 +36,10 @@
  * written to a temporary file, fsynced and renamed over the old one (and
  * the directory fsynced), at most every checkpoint_interval_ms and at exit.
  * (the window line only for a tail_input's files: see checkpoint_window).
+ * A write that fails (out of descriptors or space) leaves the old one
+ * whole, removes the temporary file and is tried again at the next
+ * interval, the offsets kept: logged at its first failure and once it
+ * succeeds again, and at exit if it never did.
  * Each block ends with a check, the FNV-1a hash of its lines, and the file
  * with the number of blocks: a file a power loss cut short or changed
  * (an SD card that tore or reordered its writes) keeps the blocks before
@@ -117,6 +121,7 @@ struct checkpoint_store {
   struct saved_file *saved; /* read from the state file, not yet claimed */
   struct saved_input *inputs; /* those the state file has blocks of */
   bool dirty;            /* changed since the state file was written */
+  unsigned failed_saves; /* since the state file was last written */
   bool damaged;          /* the state file was cut short or changed: the
                             blocks past the damage were dropped */
 };
@@ -171,7 +176,9 @@ bool checkpoint_rereadable(const checkpoint_ticket *t);
 void checkpoint_release(checkpoint_ticket *t);
 
 /* Writes the state file when an offset moved or a file came or went; -1
- * (logged) when it could not be written. */
+ * when it could not be written: the old one stays whole, the store stays
+ * dirty for the next save, and only the first failure of a run of them is
+ * logged (and the save that ends it). */
 int checkpoint_save(checkpoint_store *st);
 /* Frees the sources, tickets and strings (the state file stays). */
 void checkpoint_store_close(checkpoint_store *st);

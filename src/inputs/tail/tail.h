@@ -10,7 +10,10 @@
  * watched with inotify (tail_notify.c), so a new file is found at once, and
  * the timed scan is the safety net for a missed event or a directory that
  * could not be watched. Paths matching an `exclude` pattern, files that are
- * not regular, and files lumberjit itself writes are left alone.
+ * not regular, and files lumberjit itself writes are left alone. A scan
+ * that cannot list a directory (out of file descriptors: glob opens each
+ * one; a permission) takes no file it did not find for gone: each keeps
+ * its reading and offset, and the next scan that lists it goes on.
  *
  * Where reading starts: a file the state file knows (same device and
  * inode, and still the first and last bytes read: checkpoint.h) resumes at

@@ -7,6 +7,7 @@
  */
 #include "tail_internal.h"
 
+#include <errno.h>
 #include <fnmatch.h>
 #include <glob.h>
 #include <inttypes.h>
@@ -231,19 +232,62 @@ static void look_at_open(tail *t, tail_file *f, uint64_t now)
     input_stop(in);
 }
 
+/* The input whose patterns are globbed now: glob(3)'s error callback
+ * takes no argument of ours. */
+static _Thread_local tail *globbing;
+
+/* A directory glob could not list. ENOENT and ENOTDIR say it is gone, and
+ * its files with it; any other error (out of descriptors or memory, a
+ * permission) hides them, and this scan must not take them for gone: it
+ * would forget their offsets and read them again from their head once a
+ * scan lists them. Logged once until a scan lists every directory. */
+static int unlisted(const char *dir, int err)
+{
+  tail *t = globbing;
+
+  if (err == ENOENT || err == ENOTDIR) return 0;
+  t->listed_all = false;
+  if (!t->warned_unlisted)
+    log_warning("input '%s': cannot list %s: %s; the files it held are kept "
+                "as they were (no file found there is taken for gone) until "
+                "a scan lists it", t->name, dir, strerror(err));
+  t->warned_unlisted = true;
+  return 0; /* list the others */
+}
+
+/* Globs the patterns, each path found once; listed_all says whether every
+ * directory could be listed. */
+static void glob_paths(tail *t)
+{
+  globbing = t;
+  t->listed_all = true;
+  for (char **p = t->cfg.paths; *p; p++) {
+    glob_t g;
+    int rc = glob(*p, GLOB_NOSORT, unlisted, &g);
+    if (rc == GLOB_NOSPACE) unlisted(*p, ENOMEM);
+    if (rc != 0) continue;
+    for (size_t i = 0; i < g.gl_pathc && !t->stopping; i++)
+      found_path(t, g.gl_pathv[i], t->first_scan);
+    globfree(&g);
+  }
+  if (t->listed_all && t->warned_unlisted) {
+    log_msg("input '%s': every directory of its patterns is listed again",
+            t->name);
+    t->warned_unlisted = false;
+  }
+}
+
 static void scan(tail *t)
 {
   uint64_t now = uv_now(t->loop);
 
   t->fd_room = fd_limit_budget();
   for (tail_file *f = t->files; f; f = f->next) f->found = false;
-  for (char **p = t->cfg.paths; *p; p++) {
-    glob_t g;
-    if (glob(*p, GLOB_NOSORT, NULL, &g) != 0) continue;
-    for (size_t i = 0; i < g.gl_pathc && !t->stopping; i++)
-      found_path(t, g.gl_pathv[i], t->first_scan);
-    globfree(&g);
-  }
+  glob_paths(t);
+  /* A scan that could not list a directory saw nothing of the files not
+   * found: they are where they were. */
+  if (!t->listed_all)
+    for (tail_file *f = t->files; f; f = f->next) f->found = true;
   /* Deciding may start a file's reading, which may finish and free it. */
   for (tail_file *f = t->files, *next; f; f = next) {
     next = f->next;

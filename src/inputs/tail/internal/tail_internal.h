@@ -85,6 +85,8 @@ struct tail {
   truncated_file truncated[TRUNCATED_KEPT]; /* a ring */
   size_t ntruncated;
   bool handles, first_scan, stopping, warned_slots, warned_fds;
+  bool listed_all;         /* the scan under way listed every directory */
+  bool warned_unlisted;    /* one could not be listed: logged, until all are */
   bool continues;            /* config_plugin's: after a reload */
 };
 
