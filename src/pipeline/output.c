@@ -169,7 +169,7 @@ void output_fail(output_sink *o, const char *reason)
 
 /* After the transport wrote: drops what was written, and tells the owner
  * when the sink drained or is no longer full. */
-static void written(output_sink *o, bool was_idle, bool was_full)
+static void after_send(output_sink *o, bool was_idle, bool was_full)
 {
   if (o->state == OUTPUT_FAILED) return; /* output_fail told the owner */
   compact(o);
@@ -186,7 +186,7 @@ void output_flush(output_sink *o)
   o->in_flush = 1;
   if (o->tx) o->tx->send(o); /* a collector has none */
   o->in_flush = 0;
-  written(o, was_idle, was_full);
+  after_send(o, was_idle, was_full);
 }
 
 /* Room in the index for one more record. */
@@ -265,7 +265,7 @@ void output_commit_lines(output_sink *o, const msg_origin *from,
     o->in_flush = 0;
     if (done == from->len) {
       output_count_written(o, &r, uv_hrtime() / 1000);
-      written(o, was_idle, was_full);
+      after_send(o, was_idle, was_full);
       return;
     }
   }

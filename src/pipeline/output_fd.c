@@ -146,7 +146,6 @@ static int cut_partial_line(output_sink *o)
 static void ack(output_sink *o)
 {
   uint64_t now_us = uv_hrtime() / 1000;
-
   size_t boundary = o->boundary;
 
   while (o->rec_head < o->nrecs && o->recs[o->rec_head].end <= o->head) {
