@@ -37,13 +37,7 @@ local P, R, S, C, Cb, Cc, Cf, Cg, Cp, Cs, Ct =
 -- patterns its plugin uses, not for every one here (a syslog receiver's
 -- state held about 270 KB of them, kept alive in each of its instances).
 local lazy = {}
-local syslog = setmetatable({}, { __index = function(module, name)
-  local build = lazy[name]
-  if build == nil then return nil end
-  local value = build()
-  rawset(module, name, value)
-  return value
-end })
+local syslog = require "lazy" (lazy)
 
 -- Names as rsyslog prints them (RFC 5424 tables 1 and 2), indexed by number.
 syslog.severity_names = { [0] = "emerg", "alert", "crit", "err", "warning",
