@@ -44,17 +44,19 @@ local byte, sub = string.byte, string.sub
 local days_from_civil, civil_from_days = civil.days_from_civil, civil.civil_from_days
 local seconds_from_civil = civil.seconds_from_civil
 
-local date = {
-  days_from_civil = days_from_civil,
-  civil_from_days = civil_from_days,
-  seconds_from_civil = seconds_from_civil,
-  weekday = civil.weekday,
-  is_leap_year = civil.is_leap_year,
-  days_in_month = civil.days_in_month,
-  zone = zone.get,           -- date.zone("Asia/Shanghai") -> zone or nil, err
-  fixed_zone = zone.fixed,   -- date.fixed_zone(28800)
-  zone_from_tzif = zone.from_tzif,
-}
+-- The grammars, fields named in `lazy`, are built when first read: a state
+-- holds those its plugin uses.
+local lazy = {}
+local date = require "lazy" (lazy)
+date.days_from_civil = days_from_civil
+date.civil_from_days = civil_from_days
+date.seconds_from_civil = seconds_from_civil
+date.weekday = civil.weekday
+date.is_leap_year = civil.is_leap_year
+date.days_in_month = civil.days_in_month
+date.zone = zone.get             -- date.zone("Asia/Shanghai") -> zone or nil, err
+date.fixed_zone = zone.fixed     -- date.fixed_zone(28800)
+date.zone_from_tzif = zone.from_tzif
 
 -- Each grammar is written once and built twice: with `number` capturing
 -- (C(p) / tonumber) for the public patterns, and with `number` matching only,
@@ -138,13 +140,17 @@ local utc_offset_text = S"Zz" + S"+-" * d2 * (P":"^-1 * d2)^-1
 local utc_offset = S"Zz" * Cc(0)
   + (C(S"+-") * capture_number(d2) * (P":"^-1 * capture_number(d2) + Cc(0))) / signed_offset
 
-date.month_abbr = month_abbr(capture_number)
-date.rfc3164 = rfc3164(capture_number)
-date.rfc3164_received = rfc3164_received(capture_number)
-date.rfc3339 = calendar_date(capture_number) * S"Tt" * clock(capture_number)
-               * (fraction(capture_number) + Cc(0)) * utc_offset
-date.iso8601 = calendar_date(capture_number) * S"Tt " * clock(capture_number)
-               * (fraction(capture_number) + Cc(0)) * (utc_offset + Cc(false))
+function lazy.month_abbr() return month_abbr(capture_number) end
+function lazy.rfc3164() return rfc3164(capture_number) end
+function lazy.rfc3164_received() return rfc3164_received(capture_number) end
+function lazy.rfc3339()
+  return calendar_date(capture_number) * S"Tt" * clock(capture_number)
+         * (fraction(capture_number) + Cc(0)) * utc_offset
+end
+function lazy.iso8601()
+  return calendar_date(capture_number) * S"Tt " * clock(capture_number)
+         * (fraction(capture_number) + Cc(0)) * (utc_offset + Cc(false))
+end
 
 -- Years for timestamps that have none (RFC 3164): the year that puts the
 -- time closest to now, where "closest" allows up to a month of future (clock
@@ -168,22 +174,26 @@ local function as_zone(in_zone)
 end
 
 -- Text-only versions of the grammars: what a timestamp's text looks like.
-date.rfc3164_text = rfc3164(match_only)
-date.rfc3164_received_text = rfc3164_received(match_only)
+function lazy.rfc3164_text() return rfc3164(match_only) end
+function lazy.rfc3164_received_text() return rfc3164_received(match_only) end
 -- RFC 3339 as written: "T", an offset (no zone applies).
-date.rfc3339_text = calendar_date(match_only) * S"Tt" * clock(match_only)
-                    * fraction(match_only)^-1 * utc_offset_text
-date.iso8601_text = calendar_date(match_only) * S"Tt " * clock(match_only)
-                    * fraction(match_only)^-1 * utc_offset_text^-1
+function lazy.rfc3339_text()
+  return calendar_date(match_only) * S"Tt" * clock(match_only)
+         * fraction(match_only)^-1 * utc_offset_text
+end
+function lazy.iso8601_text()
+  return calendar_date(match_only) * S"Tt " * clock(match_only)
+         * fraction(match_only)^-1 * utc_offset_text^-1
+end
 local function mysql(number)
   return number(d4) * number(d2) * number(d2) * number(d2) * number(d2) * number(d2)
 end
 local function pgsql(number)
   return calendar_date(number) * " " * clock(number)
 end
-date.mysql_text = mysql(match_only)
-date.pgsql_text = pgsql(match_only)
-date.unix_text = P"-"^-1 * digit^1
+function lazy.mysql_text() return mysql(match_only) end
+function lazy.pgsql_text() return pgsql(match_only) end
+function lazy.unix_text() return P"-"^-1 * digit^1 end
 
 -- Converters from a timestamp's text to ns. Those for formats with one text
 -- per second are memo tables (index them: to_ns[text]); the others are
@@ -234,8 +244,10 @@ end
 
 -- Wall-clock seconds of "YYYY-MM-DDThh:mm:ss" (or with a space), memoized;
 -- the fraction and offset vary per line and are read with string functions.
-local local_seconds_grammar = calendar_date(capture_number) * S"Tt " * clock(capture_number)
+local local_seconds_grammar
 local local_seconds_of = memo.new(function(text)
+  local_seconds_grammar = local_seconds_grammar
+                          or calendar_date(capture_number) * S"Tt " * clock(capture_number)
   return seconds_from_civil(local_seconds_grammar:match(text))
 end)
 local offset_of = memo.new(function(text) return (utc_offset * -1):match(text) end, 256)
@@ -276,12 +288,17 @@ function date.rfc3164_ns(in_zone, now) return C(date.rfc3164_text) / date.rfc316
 function date.iso8601_ns(in_zone) return C(date.iso8601_text) / date.iso8601_to_ns(in_zone) end
 function date.mysql_ns(in_zone) return C(date.mysql_text) / date.mysql_to_ns(in_zone) end
 function date.pgsql_ns(in_zone) return C(date.pgsql_text) / date.pgsql_to_ns(in_zone) end
-date.unix_ns = C(date.unix_text) / date.unix_to_ns
+function lazy.unix_ns() return C(date.unix_text) / date.unix_to_ns end
 
 -- "2026-05-19T10:30:17.000Z" for a time in ns. Called once per event by
 -- encoders, so the text of the last second and of the last ns are kept.
-local millisecond_suffix = {}
-for ms = 0, 999 do millisecond_suffix[ms] = format(".%03dZ", ms) end
+-- A millisecond's suffix is made when first needed: the thousand of them
+-- made at load held 48 KB in every state that loads date, decoders too.
+local millisecond_suffix = setmetatable({}, { __index = function(suffix, ms)
+  local text = format(".%03dZ", ms)
+  rawset(suffix, ms, text)
+  return text
+end })
 local cached_second, cached_second_text, cached_ns, cached_ns_text
 
 function date.iso8601_utc_ms(ns)

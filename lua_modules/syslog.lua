@@ -33,7 +33,11 @@ local memo = require "memo"
 local P, R, S, C, Cb, Cc, Cf, Cg, Cp, Cs, Ct =
   lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cb, lpeg.Cc, lpeg.Cf, lpeg.Cg, lpeg.Cp, lpeg.Cs, lpeg.Ct
 
-local syslog = {}
+-- Fields named in `lazy` are built when first read: a state pays for the
+-- patterns its plugin uses, not for every one here (a syslog receiver's
+-- state held about 270 KB of them, kept alive in each of its instances).
+local lazy = {}
+local syslog = require "lazy" (lazy)
 
 -- Names as rsyslog prints them (RFC 5424 tables 1 and 2), indexed by number.
 syslog.severity_names = { [0] = "emerg", "alert", "crit", "err", "warning",
@@ -66,8 +70,8 @@ local function name_pattern(numbers)
   for _, name in ipairs(names) do p = p + caseless(name) * Cc(numbers[name]) end
   return p
 end
-syslog.severity_name = name_pattern(syslog.severity_number)
-syslog.facility_name = name_pattern(syslog.facility_number)
+function lazy.severity_name() return name_pattern(syslog.severity_number) end
+function lazy.facility_name() return name_pattern(syslog.facility_number) end
 
 local digit = R"09"
 
@@ -77,18 +81,25 @@ syslog.prival = P"19" * R"01" + P"1" * R"08" * digit + R"19" * digit + digit
 -- Lookup tables from a PRI's text ("44"), so that decoding a PRI costs table
 -- reads only: pri_of_text["44"] == 44, facility_of_pri_text["44"] == 5, ...
 -- Texts with leading zeros ("013", "00") are there too, as rsyslog reads
--- them on reception.
-local pri_of_text, facility_of_pri, severity_of_pri = {}, {}, {}
-local facility_of_pri_text, severity_of_pri_text = {}, {}
+-- them on reception; any other text gives nil. A text is added when first
+-- read (the 300 texts of all PRIs, in three tables, held 54 KB per state).
+local pri_itself, facility_of_pri, severity_of_pri = {}, {}, {}
 for pri = 0, 191 do
+  pri_itself[pri] = pri
   facility_of_pri[pri] = math.floor(pri / 8)
   severity_of_pri[pri] = pri % 8
-  for _, text in ipairs({ tostring(pri), string.format("%02d", pri), string.format("%03d", pri) }) do
-    pri_of_text[text] = pri
-    facility_of_pri_text[text] = facility_of_pri[pri]
-    severity_of_pri_text[text] = severity_of_pri[pri]
-  end
 end
+local function of_pri_text(of_pri)
+  return setmetatable({}, { __index = function(of_text, text)
+    if type(text) ~= "string" or #text > 3 or not text:find("^%d+$") then return nil end
+    local value = of_pri[tonumber(text)]
+    if value ~= nil then rawset(of_text, text, value) end
+    return value
+  end })
+end
+local pri_of_text = of_pri_text(pri_itself)
+local facility_of_pri_text = of_pri_text(facility_of_pri)
+local severity_of_pri_text = of_pri_text(severity_of_pri)
 syslog.pri_of_text = pri_of_text
 syslog.facility_of_pri_text = facility_of_pri_text
 syslog.severity_of_pri_text = severity_of_pri_text
@@ -100,8 +111,10 @@ syslog.pri = "<" * (C(syslog.prival) / pri_of_text) * ">"
 local derived_from_pri = Cg(Cb("pri") / facility_of_pri, "syslogfacility")
                        * Cg(Cb("pri") / severity_of_pri, "syslogseverity")
 syslog.pri_fields = Cg(C(syslog.prival) / pri_of_text, "pri") * derived_from_pri
-local pri_name = (syslog.facility_name * "." * syslog.severity_name) / 0   -- no captures
-syslog.pri_text_fields = pri_name * "<" * syslog.pri_fields * ">"
+function lazy.pri_text_fields()
+  local pri_name = (syslog.facility_name * "." * syslog.severity_name) / 0   -- no captures
+  return pri_name * "<" * syslog.pri_fields * ">"
+end
 
 syslog.nil_value = P"-"
 syslog.hostname = (1 - S" \t")^1
@@ -314,35 +327,45 @@ local lenient_rfc5424_after_pri = Cc(true) * version_1 * lenient_rfc5424_after_v
 local not_rfc5424_after_pri = Cc(true, nil, nil, nil, nil, nil, nil) * msg_text
 
 -- Strict RFC 5424, as named steps so that a rejection can name the first
--- one that fails (PEG sequences never backtrack into an earlier step).
-local print_us_ascii = R"\33\126"
-local function field(max_length)
-  return syslog.nil_value * #P" " * Cc(nil) + C(print_us_ascii * print_us_ascii^-(max_length - 1)) * #P" "
+-- one that fails (PEG sequences never backtrack into an earlier step). Built
+-- for the first strict receiver or rejection: a field's length bound
+-- repeats its pattern up to 255 times, some 100 KB that a lenient
+-- receiver's state need not hold.
+local strict_steps
+local function strict_rfc_steps()
+  if strict_steps then return strict_steps end
+  local print_us_ascii = R"\33\126"
+  local function field(max_length)
+    return syslog.nil_value * #P" " * Cc(nil) + C(print_us_ascii * print_us_ascii^-(max_length - 1)) * #P" "
+  end
+  local strict_sd_name = (print_us_ascii - S'= ]"') * (print_us_ascii - S'= ]"')^-31
+  local strict_sd_value = (P"\\" * P(1) + (1 - S'"\\]'))^0
+  local strict_sd_element = "[" * strict_sd_name * (" " * strict_sd_name * '="' * strict_sd_value * '"')^0 * "]"
+  strict_steps = {
+    rfc5424 = {
+      { "PRI (<0> to <191>)", strict_pri },
+      { 'VERSION "1" and SP', version_1 * Cc(true) },
+      { "TIMESTAMP (RFC 3339 with an offset, or -)", syslog.nil_value * Cc(nil) + C(rfc3339_time(6)) },
+      { "SP", P" " }, { "HOSTNAME (1 to 255 printable characters, or -)", field(255) },
+      { "SP", P" " }, { "APP-NAME (1 to 48 printable characters, or -)", field(48) },
+      { "SP", P" " }, { "PROCID (1 to 128 printable characters, or -)", field(128) },
+      { "SP", P" " }, { "MSGID (1 to 32 printable characters, or -)", field(32) },
+      { "SP", P" " },
+      { "STRUCTURED-DATA ([SD-ID PARAM=\"VALUE\" ...] or -)",
+        syslog.nil_value * Cc(nil) + C(strict_sd_element^1) },
+      { "SP and MSG, or the end", " " * byte_order_mark_opt * msg_text + P"\n"^-1 * -1 * Cc("") },
+    },
+    rfc3164 = {
+      { "PRI (<0> to <191>)", strict_pri },
+      { 'TIMESTAMP ("Mmm dd hh:mm:ss")', Cc(false) * C(strict_rfc3164_time) * Cc(nil) },
+      { "SP", P" " },
+      { "HOSTNAME (letters, digits, '.', '_', '-')", C(rfc3164_hostname) * #P" " },
+      { "SP", P" " },
+      { "MSG", tag_and_msg },
+    },
+  }
+  return strict_steps
 end
-local strict_sd_name = (print_us_ascii - S'= ]"') * (print_us_ascii - S'= ]"')^-31
-local strict_sd_value = (P"\\" * P(1) + (1 - S'"\\]'))^0
-local strict_sd_element = "[" * strict_sd_name * (" " * strict_sd_name * '="' * strict_sd_value * '"')^0 * "]"
-local strict_rfc5424_steps = {
-  { "PRI (<0> to <191>)", strict_pri },
-  { 'VERSION "1" and SP', version_1 * Cc(true) },
-  { "TIMESTAMP (RFC 3339 with an offset, or -)", syslog.nil_value * Cc(nil) + C(rfc3339_time(6)) },
-  { "SP", P" " }, { "HOSTNAME (1 to 255 printable characters, or -)", field(255) },
-  { "SP", P" " }, { "APP-NAME (1 to 48 printable characters, or -)", field(48) },
-  { "SP", P" " }, { "PROCID (1 to 128 printable characters, or -)", field(128) },
-  { "SP", P" " }, { "MSGID (1 to 32 printable characters, or -)", field(32) },
-  { "SP", P" " },
-  { "STRUCTURED-DATA ([SD-ID PARAM=\"VALUE\" ...] or -)",
-    syslog.nil_value * Cc(nil) + C(strict_sd_element^1) },
-  { "SP and MSG, or the end", " " * byte_order_mark_opt * msg_text + P"\n"^-1 * -1 * Cc("") },
-}
-local strict_rfc3164_steps = {
-  { "PRI (<0> to <191>)", strict_pri },
-  { 'TIMESTAMP ("Mmm dd hh:mm:ss")', Cc(false) * C(strict_rfc3164_time) * Cc(nil) },
-  { "SP", P" " },
-  { "HOSTNAME (letters, digits, '.', '_', '-')", C(rfc3164_hostname) * #P" " },
-  { "SP", P" " },
-  { "MSG", tag_and_msg },
-}
 
 -- The steps after the PRI, in sequence.
 local function after_pri(steps)
@@ -350,43 +373,57 @@ local function after_pri(steps)
   for i = 2, #steps do p = p * steps[i][2] end
   return p
 end
-local strict_rfc5424_after_pri = after_pri(strict_rfc5424_steps)
-local strict_rfc3164_after_pri = after_pri(strict_rfc3164_steps)
 local starts_rfc5424 = #(lenient_pri * version_1)
 
-local receivers = {
+-- Each receiver is built when first asked for, and then kept.
+local build_receiver = {
   [false] = {
-    auto = lenient_pri * (lenient_rfc5424_after_pri + lenient_rfc3164_after_pri)
-           + invalid_pri * Cc(false) * whole_record_rfc3164
-           + Cc(nil) * lenient_rfc3164_after_pri,
-    rfc3164 = lenient_pri * lenient_rfc3164_after_pri
-              + invalid_pri * Cc(false) * whole_record_rfc3164
-              + Cc(nil) * lenient_rfc3164_after_pri,
-    rfc5424 = lenient_pri * (lenient_rfc5424_after_pri + not_rfc5424_after_pri)
-              + invalid_pri * not_rfc5424_after_pri
-              + Cc(nil) * not_rfc5424_after_pri,
+    auto = function()
+      return lenient_pri * (lenient_rfc5424_after_pri + lenient_rfc3164_after_pri)
+             + invalid_pri * Cc(false) * whole_record_rfc3164
+             + Cc(nil) * lenient_rfc3164_after_pri
+    end,
+    rfc3164 = function()
+      return lenient_pri * lenient_rfc3164_after_pri
+             + invalid_pri * Cc(false) * whole_record_rfc3164
+             + Cc(nil) * lenient_rfc3164_after_pri
+    end,
+    rfc5424 = function()
+      return lenient_pri * (lenient_rfc5424_after_pri + not_rfc5424_after_pri)
+             + invalid_pri * not_rfc5424_after_pri
+             + Cc(nil) * not_rfc5424_after_pri
+    end,
   },
   [true] = {
-    auto = strict_pri * (#version_1 * strict_rfc5424_after_pri + strict_rfc3164_after_pri),
-    rfc3164 = strict_pri * strict_rfc3164_after_pri,
-    rfc5424 = strict_pri * strict_rfc5424_after_pri,
+    auto = function()
+      local steps = strict_rfc_steps()
+      return strict_pri * (#version_1 * after_pri(steps.rfc5424) + after_pri(steps.rfc3164))
+    end,
+    rfc3164 = function() return strict_pri * after_pri(strict_rfc_steps().rfc3164) end,
+    rfc5424 = function() return strict_pri * after_pri(strict_rfc_steps().rfc5424) end,
   },
 }
+local receivers = { [false] = {}, [true] = {} }
 
 function syslog.receiver(format, strict)
-  local pattern = receivers[strict and true or false][format]
-  if not pattern then
+  strict = strict and true or false
+  local pattern = receivers[strict][format]
+  if pattern then return pattern end
+  local build = format ~= nil and build_receiver[strict][format]
+  if not build then
     error(string.format("syslog: unknown format '%s' (auto, rfc3164 or rfc5424)", tostring(format)), 2)
   end
+  pattern = build()
+  receivers[strict][format] = pattern
   return pattern
 end
 
 -- Why a strict receiver rejects `record`: the first part that does not
 -- parse and the byte where it was tried. For the error path only.
 function syslog.rejection(format, record)
-  local steps, name = strict_rfc3164_steps, "RFC 3164"
+  local steps, name = strict_rfc_steps().rfc3164, "RFC 3164"
   if format == "rfc5424" or (format == "auto" and starts_rfc5424:match(record)) then
-    steps, name = strict_rfc5424_steps, "RFC 5424"
+    steps, name = strict_rfc_steps().rfc5424, "RFC 5424"
   end
   local at = 1
   for _, step in ipairs(steps) do

@@ -13,8 +13,9 @@
 -- To add a kind of zone, give it offset_at(); utc_from_local() comes with it.
 
 local lpeg = require "lpeg"
-local tzif = require "date.tzif"
-local posix_tz = require "date.posix_tz"
+-- Required with the first named zone (zone.from_tzif): a state whose zones
+-- are all fixed offsets does not hold them.
+local tzif, posix_tz
 
 local floor = math.floor
 local P, R, S, C, Cc = lpeg.P, lpeg.R, lpeg.S, lpeg.C, lpeg.Cc
@@ -76,6 +77,8 @@ end
 
 -- A zone from the bytes of a TZif file; nil and an error if they are not one.
 function zone.from_tzif(bytes, name)
+  tzif = tzif or require "date.tzif"
+  posix_tz = posix_tz or require "date.posix_tz"
   local data, err = tzif.parse(bytes)
   if not data then return nil, err end
   data.name = name

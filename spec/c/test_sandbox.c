@@ -663,6 +663,39 @@ static void test_memory_and_output_limits(void)
   sandbox_destroy(sb);
 }
 
+/* What a plugin's top level built and dropped is freed once it is loaded,
+ * LPeg patterns too (userdata with a finalizer, which one collection only
+ * finalizes): an idle state holds only what the plugin keeps, here one
+ * small pattern whether or not 500 others were built on the way. */
+static void test_load_garbage_freed(void)
+{
+  static const char keeps_src[] =
+    "local lpeg = require 'lpeg'\n"
+    "local kept = lpeg.P'a' * lpeg.R'09'\n"
+    "local built = 0\n"
+    "function process_message() return built, kept end\n";
+  static const char builds_src[] =
+    "local lpeg = require 'lpeg'\n"
+    "local kept = lpeg.P'a' * lpeg.R'09'\n"
+    "local built = 0\n"
+    "local dropped = {}\n"
+    "for i = 1, 500 do dropped[i] = lpeg.P(string.rep('x', 100)) + kept end\n"
+    "built, dropped = #dropped, nil\n"
+    "function process_message() return built, kept end\n";
+  sandbox *keeps = decoder("keeps.lua", keeps_src, NULL);
+  sandbox *builds = decoder("builds.lua", builds_src, NULL);
+  sandbox_stats kept, built;
+
+  CHECK(keeps != NULL && builds != NULL);
+  if (!keeps || !builds) return;
+  sandbox_get_stats(keeps, &kept);
+  sandbox_get_stats(builds, &built);
+  CHECK(built.memory_peak > kept.memory + (200u << 10));
+  CHECK(built.memory < kept.memory + (4u << 10));
+  sandbox_destroy(keeps);
+  sandbox_destroy(builds);
+}
+
 /* A state at its memory limit still takes records: the runtime's own push
  * of the record cannot raise an error outside a protected call. */
 static void test_memory_full_between_calls(void)
@@ -893,6 +926,7 @@ int main(void)
   test_instruction_limit();
   test_process_record_limits();
   test_memory_and_output_limits();
+  test_load_garbage_freed();
   test_memory_full_between_calls();
   test_input_limit();
   test_stop_after_failures();

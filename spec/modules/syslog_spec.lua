@@ -185,6 +185,21 @@ describe("syslog.receiver", function()
     assert.equal(13, syslog.pri_of_text["013"])
     assert.equal(0, syslog.severity_of_pri_text["000"])
   end)
+
+  it("has every PRI's texts and nothing else in its lookup tables", function()
+    for pri = 0, 191 do
+      for _, text in ipairs({ tostring(pri), string.format("%02d", pri), string.format("%03d", pri) }) do
+        assert.equal(pri, syslog.pri_of_text[text])
+        assert.equal(math.floor(pri / 8), syslog.facility_of_pri_text[text])
+        assert.equal(pri % 8, syslog.severity_of_pri_text[text])
+      end
+    end
+    for _, text in ipairs({ "192", "0013", "", "+1", " 1", "1.0", "1e2", "x", 13, true }) do
+      assert.is_nil(syslog.pri_of_text[text], tostring(text))
+      assert.is_nil(syslog.facility_of_pri_text[text], tostring(text))
+      assert.is_nil(syslog.severity_of_pri_text[text], tostring(text))
+    end
+  end)
 end)
 
 describe("syslog.sd_parameters", function()

