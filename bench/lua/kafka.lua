@@ -17,13 +17,14 @@
 -- 1.62-1.98 s back to back, and its bench ratio was 0.76-0.78 where back
 -- to back it was 0.84). Each codec starts with an untimed kcat run, so
 -- that the broker's code for that codec is compiled by its JIT before any
--- timed run.
+-- timed run. BASE, another build, adds its runs to the same rounds,
+-- labelled base: before and after in one session.
 --
---   lua5.1 bench/lua/kafka.lua BIN N RUNS CODECS
+--   lua5.1 bench/lua/kafka.lua BIN N RUNS CODECS [BASE]
 local k = dofile("spec/e2e/kafka_harness.lua")
 local run = dofile("spec/e2e/run.lua")
 
-local bin, n, runs = arg[1], tonumber(arg[2]), tonumber(arg[3])
+local bin, n, runs, base = arg[1], tonumber(arg[2]), tonumber(arg[3]), arg[5]
 local codecs = {}
 for c in arg[4]:gmatch("[^,]+") do codecs[#codecs + 1] = c end
 
@@ -46,9 +47,11 @@ local function timed(cmd, err)
   return tonumber(e), tonumber(u) + tonumber(s)
 end
 
+-- The median of t, which stays in its order (the rounds' order).
 local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
+  local sorted = { unpack(t) }
+  table.sort(sorted)
+  return sorted[math.floor((#sorted + 1) / 2)]
 end
 
 local b = k.start()
@@ -57,8 +60,14 @@ local function fresh_topic()
   serial = serial + 1
   return "bench-" .. serial
 end
--- What lumberjit sends: the encoder, and the label it is printed with.
-local encoders = { { name = "json", label = "lumberjit, JSON" }, { name = "payload", label = "lumberjit, as read" } }
+-- What lumberjit sends: the encoder, the build, and the label it is
+-- printed with.
+local encoders = { { name = "json", bin = bin, label = "lumberjit, JSON" },
+                   { name = "payload", bin = bin, label = "lumberjit, as read" } }
+if base then
+  encoders[3] = { name = "json", bin = base, label = "base, JSON" }
+  encoders[4] = { name = "payload", bin = base, label = "base, as read" }
+end
 
 -- Topics are made up front: one JVM start for all.
 for _ = 1, (#codecs * (runs * (#encoders + 2) + 1)) do topics[fresh_topic()] = 1 end
@@ -67,7 +76,7 @@ serial = 0
 
 -- "payload" sends the lines as read: no decoder and no encoder, which
 -- the passthrough takes (src/pipeline/internal/passthrough.h).
-local function lumberjit(encoder, codec, topic)
+local function lumberjit(binary, encoder, codec, topic)
   local as_read = encoder == "payload"
   run.write(work .. "/config.lua", ([[
 lumberjit = { dead_letter_path = "%s/dead.log" }
@@ -80,7 +89,7 @@ kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s",
 line = { type = "decoder", filename = "decoders/line.lua" }
 %s = { type = "encoder", filename = "encoders/%s.lua" }
 ]]):format(encoder, encoder)))
-  local wall, cpu = timed(("%s -c %s/config.lua"):format(run.quote(bin), work), work .. "/lj.err")
+  local wall, cpu = timed(("%s -c %s/config.lua"):format(run.quote(binary), work), work .. "/lj.err")
   local err = run.read(work .. "/lj.err")
   local lat = { err:match("delivery latency p50 ([%d.]+) ms, p95 ([%d.]+) ms, p99 ([%d.]+) ms, p99.9 ([%d.]+) ms, max ([%d.]+) ms") }
   assert(#lat == 5, err)
@@ -125,7 +134,7 @@ for _, codec in ipairs(codecs) do
   for _ = 1, runs do
     for i, e in ipairs(encoders) do
       local topic = fresh_topic()
-      local w, c, lat = lumberjit(e.name, codec, topic)
+      local w, c, lat = lumberjit(e.bin, e.name, codec, topic)
       table.insert(lj[i].wall, w)
       table.insert(lj[i].cpu, c)
       table.insert(lj[i].lat, lat)
@@ -146,10 +155,19 @@ for _, codec in ipairs(codecs) do
   local k_wall, j_wall = median(kw), median(jw)
   print(row(codec, "kcat -P", k_wall, median(kc)))
   print(row("", "kcat -P, JSON lines", j_wall, median(jc)))
+  -- CPU ratios are taken round by round (kcat's CPU-seconds over
+  -- lumberjit's in the same round), then their median: the machine's load
+  -- changes between rounds more than within one.
+  local function cpu_ratio(theirs, ours)
+    local r = {}
+    for round = 1, #ours do r[round] = theirs[round] / ours[round] end
+    return median(r)
+  end
   for i, e in ipairs(encoders) do
     local wall = median(lj[i].wall)
-    print(row("", e.label, wall, median(lj[i].cpu)) .. (" | ratio to kcat %.2f"):format(k_wall / wall)
-      .. (e.name == "json" and (", to kcat sending its JSON %.2f"):format(j_wall / wall) or ""))
+    print(row("", e.label, wall, median(lj[i].cpu)) .. (" | of kcat: rate %.2f, CPU %.2f"):format(
+      k_wall / wall, cpu_ratio(kc, lj[i].cpu)) .. (e.name == "json" and
+      ("; of kcat sending its JSON: rate %.2f, CPU %.2f"):format(j_wall / wall, cpu_ratio(jc, lj[i].cpu)) or ""))
   end
   for i, e in ipairs(encoders) do
     local lat = median_latency(lj[i].lat)

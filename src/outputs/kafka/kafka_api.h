@@ -16,11 +16,13 @@
 #include <librdkafka/rdkafka.h>
 
 #define KAFKA_API(X)                                                          \
-  X(rd_kafka_conf_new) X(rd_kafka_conf_set) X(rd_kafka_conf_destroy)          \
+  X(rd_kafka_conf_new) X(rd_kafka_conf_set) X(rd_kafka_conf_get)             \
+  X(rd_kafka_conf_destroy)                                                    \
   X(rd_kafka_conf_set_opaque) X(rd_kafka_conf_set_dr_msg_cb)                  \
   X(rd_kafka_conf_set_error_cb) X(rd_kafka_conf_set_log_cb) X(rd_kafka_new)   \
   X(rd_kafka_destroy) X(rd_kafka_opaque) X(rd_kafka_fatal_error)              \
-  X(rd_kafka_err2str) X(rd_kafka_poll) X(rd_kafka_produce_batch) X(rd_kafka_purge) \
+  X(rd_kafka_err2str) X(rd_kafka_poll) X(rd_kafka_flush)                     \
+  X(rd_kafka_produce_batch) X(rd_kafka_purge)                                 \
   X(rd_kafka_queue_get_main) X(rd_kafka_queue_destroy)                        \
   X(rd_kafka_queue_io_event_enable) X(rd_kafka_set_log_queue)                 \
   X(rd_kafka_topic_new) X(rd_kafka_topic_destroy) X(rd_kafka_topic_name)       \

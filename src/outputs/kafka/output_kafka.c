@@ -33,6 +33,12 @@
 #define POLL_BURST 10000
 #define POLL_INTERVAL_MS 100
 #define PRODUCE_BATCH 256
+/* A queue that handed librdkafka nothing for so long has no more for its
+ * batches: they go now, not linger.ms later (flush_when_idle). */
+#define FLUSH_IDLE_MS 10
+/* How long a flush may hold the loop for librdkafka's broker threads to
+ * see it (they send without waiting for linger.ms while it lasts). */
+#define FLUSH_WAIT_MS 1
 
 /* ---- slots ---- */
 
@@ -86,6 +92,36 @@ static void update_ref(kafka_output *k)
     uv_unref((uv_handle_t *)&k->wake);
     uv_timer_stop(&k->poll_timer);
   }
+}
+
+/* A long linger.ms (kafka_config.c: default_linger) makes a batch wait
+ * for records that are not coming: at the end of a burst, or a lone
+ * record. So once the queue is empty, if nothing more was handed to
+ * librdkafka for FLUSH_IDLE_MS, what it holds goes at once: rd_kafka_flush
+ * lets its broker threads send without lingering while it runs, and serves
+ * the delivery reports that come meanwhile, as serve does. */
+static void on_flush_timer(uv_timer_t *t)
+{
+  kafka_output *k = t->data;
+
+  if (k->in_flight == 0 || k->o->state == OUTPUT_FAILED) return;
+  if (k->produced != k->flush_mark) {
+    k->flush_mark = k->produced;
+    uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
+    return;
+  }
+  k->now_ns = uv_hrtime();
+  rdk.rd_kafka_flush(k->rk, FLUSH_WAIT_MS);
+  serve(k);
+}
+
+static void flush_when_idle(kafka_output *k)
+{
+  if (!k->flush_when_idle || !k->handles_open || k->in_flight == 0 ||
+      uv_is_active((uv_handle_t *)&k->flush_timer))
+    return;
+  k->flush_mark = k->produced;
+  uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
 }
 
 /* ---- producing ---- */
@@ -402,6 +438,7 @@ static void send_records(output_sink *o)
   default: return;
   }
   o->state = blocked ? OUTPUT_WAITING : OUTPUT_READY;
+  if (o->rec_head == o->nrecs) flush_when_idle(k);
   update_ref(k);
 }
 
@@ -672,6 +709,7 @@ static void close_handles(output_sink *o)
   uv_close((uv_handle_t *)&k->wake, NULL);
   uv_close((uv_handle_t *)&k->timer, NULL);
   uv_close((uv_handle_t *)&k->poll_timer, NULL);
+  uv_close((uv_handle_t *)&k->flush_timer, NULL);
 }
 
 static int close_output(output_sink *o)
@@ -720,6 +758,18 @@ static bool names_brokers(const char *property)
          strcmp(property, "metadata.broker.list") == 0;
 }
 
+/* The linger.ms conf has, as librdkafka reads it. */
+static double linger_ms(const rd_kafka_conf_t *conf)
+{
+  char value[32];
+  size_t size = sizeof value;
+
+  if (rdk.rd_kafka_conf_get(conf, "linger.ms", value, &size) !=
+      RD_KAFKA_CONF_OK)
+    return 0;
+  return strtod(value, NULL);
+}
+
 /* The producer of cfg; with connect false, one that knows no broker, so
  * it never connects: what --check builds to find what a start would
  * (an unsupported SASL mechanism, TLS files that cannot be read). */
@@ -742,6 +792,7 @@ static rd_kafka_t *make_producer(kafka_output *k, const config_kafka *cfg,
     rdk.rd_kafka_conf_destroy(conf);
     return NULL;
   }
+  if (k) k->flush_when_idle = linger_ms(conf) > FLUSH_IDLE_MS;
   rdk.rd_kafka_conf_set_opaque(conf, k);
   rdk.rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
   rdk.rd_kafka_conf_set_error_cb(conf, on_error);
@@ -772,7 +823,8 @@ static int wire_queue(kafka_output *k, uv_loop_t *loop, char *err,
   }
   uv_timer_init(loop, &k->timer);
   uv_timer_init(loop, &k->poll_timer);
-  k->wake.data = k->timer.data = k->poll_timer.data = k;
+  uv_timer_init(loop, &k->flush_timer);
+  k->wake.data = k->timer.data = k->poll_timer.data = k->flush_timer.data = k;
   k->handles_open = true;
   uv_poll_start(&k->wake, UV_READABLE, on_wake);
   uv_unref((uv_handle_t *)&k->wake);

@@ -22,7 +22,10 @@
  *                own retries, order kept per partition through them. On by
  *                default when acks is all and no enable.idempotence
  *                property is given; false turns it off (then a retried
- *                batch can land behind a later one).
+ *                batch can land behind a later one). With it, linger.ms
+ *                is 200 unless a property sets it (kafka_config.c says
+ *                why); a queue that rests 10 ms flushes what librdkafka
+ *                holds, so a lone record does not wait that long.
  *   properties   any librdkafka property, { ["linger.ms"] = 20 }: SASL,
  *                TLS, batching. They win over the keys above; librdkafka
  *                checks each when the config is loaded.

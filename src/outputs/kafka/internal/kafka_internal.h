@@ -57,6 +57,9 @@ typedef struct kafka_output {
   uv_poll_t wake;
   uv_timer_t timer;         /* rate caps, disk retries, the first send */
   uv_timer_t poll_timer;    /* polls while librdkafka holds records */
+  uv_timer_t flush_timer;   /* flushes once the queue rests (FLUSH_IDLE_MS) */
+  bool flush_when_idle;     /* linger.ms is longer than FLUSH_IDLE_MS */
+  uint64_t flush_mark;      /* `produced` when flush_timer was started */
   bool handles_open;
   slot *free_slots;
   slot_chunk *chunks;
