@@ -5,7 +5,10 @@
 -- as read (no decoder, no encoder: the passthrough, as kcat sends it); and
 -- kcat -P producing the same lines with the same codec and acks to the same
 -- broker in the same run, alternating, and kcat -P sending the JSON
--- records lumberjit makes (written to a file beforehand). Prints, for
+-- records lumberjit makes (written to a file beforehand), and kcat -P with
+-- the idempotent producer lumberjit runs (librdkafka 2.0 keeps one request
+-- in flight per partition with it, which bounds the rate of both; the as
+-- read rows are also given as a fraction of that). Prints, for
 -- each, records/s, MB/s (of input lines), CPU seconds, lumberjit's delivery
 -- latency percentiles (produce to delivery report) and the ratio of its
 -- rate to kcat's: the payload run's is like for like; the JSON run's
@@ -70,7 +73,7 @@ if base then
 end
 
 -- Topics are made up front: one JVM start for all.
-for _ = 1, (#codecs * (runs * (#encoders + 2) + 1)) do topics[fresh_topic()] = 1 end
+for _ = 1, (#codecs * (runs * (#encoders + 3) + 1)) do topics[fresh_topic()] = 1 end
 k.create_topics(b, topics)
 serial = 0
 
@@ -96,10 +99,12 @@ line = { type = "decoder", filename = "decoders/line.lua" }
   return wall, cpu, lat
 end
 
-local function kcat(codec, topic, file)
-  return timed(("kcat -P -q -b %s -t %s -X compression.codec=%s -X acks=all -l %s"):format(
-    b.bootstrap, topic, codec, file or lines), work .. "/kcat.err")
+-- extra: more -X settings (the idempotent producer lumberjit runs).
+local function kcat(codec, topic, file, extra)
+  return timed(("kcat -P -q -b %s -t %s -X compression.codec=%s -X acks=all %s -l %s"):format(
+    b.bootstrap, topic, codec, extra or "", file or lines), work .. "/kcat.err")
 end
+local IDEMPOTENT = "-X enable.idempotence=true"
 
 -- The JSON records lumberjit sends, one a line, for kcat to send as they
 -- are: the bytes of the JSON runs without the decoding and encoding.
@@ -126,7 +131,7 @@ print(("W1 to Kafka: %d varied lines of ~247 B (%.1f MB), median of %d runs, bro
 print("lumberjit: file -> line decoder -> JSON encoder (~350 B records), or as read (no decoder or encoder)"
   .. " -> kafka_output (acks=all); kcat -P: the raw lines, and the JSON records written out beforehand")
 for _, codec in ipairs(codecs) do
-  local kw, kc, jw, jc, lj, sent = {}, {}, {}, {}, {}, {}
+  local kw, kc, jw, jc, iw, ic, lj, sent = {}, {}, {}, {}, {}, {}, {}, {}
   for i = 1, #encoders do lj[i] = { wall = {}, cpu = {}, lat = {} } end
   local warm = fresh_topic()
   kcat(codec, warm)
@@ -148,13 +153,18 @@ for _, codec in ipairs(codecs) do
     w, c = kcat(codec, topic, json_lines)
     jw[#jw + 1], jc[#jc + 1] = w, c
     sent[topic] = "kcat, JSON lines"
+    topic = fresh_topic()
+    w, c = kcat(codec, topic, nil, IDEMPOTENT)
+    iw[#iw + 1], ic[#ic + 1] = w, c
+    sent[topic] = "kcat, idempotent"
   end
   for topic, label in pairs(sent) do
     assert(k.count(b, topic) == n, label .. ": not every line arrived in " .. topic)
   end
-  local k_wall, j_wall = median(kw), median(jw)
+  local k_wall, j_wall, i_wall = median(kw), median(jw), median(iw)
   print(row(codec, "kcat -P", k_wall, median(kc)))
   print(row("", "kcat -P, JSON lines", j_wall, median(jc)))
+  print(row("", "kcat -P, idempotent", i_wall, median(ic)))
   -- CPU ratios are taken round by round (kcat's CPU-seconds over
   -- lumberjit's in the same round), then their median: the machine's load
   -- changes between rounds more than within one.
@@ -167,7 +177,8 @@ for _, codec in ipairs(codecs) do
     local wall = median(lj[i].wall)
     print(row("", e.label, wall, median(lj[i].cpu)) .. (" | of kcat: rate %.2f, CPU %.2f"):format(
       k_wall / wall, cpu_ratio(kc, lj[i].cpu)) .. (e.name == "json" and
-      ("; of kcat sending its JSON: rate %.2f, CPU %.2f"):format(j_wall / wall, cpu_ratio(jc, lj[i].cpu)) or ""))
+      ("; of kcat sending its JSON: rate %.2f, CPU %.2f"):format(j_wall / wall, cpu_ratio(jc, lj[i].cpu)) or
+      ("; of idempotent kcat: rate %.2f, CPU %.2f"):format(i_wall / wall, cpu_ratio(ic, lj[i].cpu))))
   end
   for i, e in ipairs(encoders) do
     local lat = median_latency(lj[i].lat)
