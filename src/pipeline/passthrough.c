@@ -78,8 +78,6 @@ int passthrough_plan(pipeline *pl, char *err, size_t errlen)
   return 0;
 }
 
-/* Every output that passes takes every message the passthrough makes:
- * counted once a read, not per record. */
 /* Where src's bytes at position come from, read at the time of the read
  * they are cut from (or a benchmark's due time for them). */
 static msg_origin origin(pl_source *src, const char *bytes, size_t len,
@@ -95,6 +93,8 @@ static msg_origin origin(pl_source *src, const char *bytes, size_t len,
   return o;
 }
 
+/* Every output that passes takes every message the passthrough makes:
+ * counted once a read, not per record. */
 void passthrough_record(pl_source *src, const char *bytes, size_t len,
                         uint64_t position, unsigned piece)
 {

@@ -69,14 +69,21 @@ void pipeline_record_lost(pipeline *pl, input *in, uint64_t position)
   pl->status = 1;
 }
 
-/* Copies the record into the job its worker will run. */
+/* The read being cut takes a checkpoint ticket with its first record. */
+static void take_ticket(pipeline *pl, pl_source *src)
+{
+  if (src->ckpt && pl->store.state_file && !src->ticket)
+    src->ticket = checkpoint_ticket_new(src->ckpt);
+}
+
+/* Copies the record into the job its worker will run, or hands it to the
+ * passthrough. */
 static void add_record(pipeline *pl, pl_source *src, const char *bytes,
                        size_t len, uint64_t position, unsigned piece)
 {
   input *in = &src->in;
 
-  if (src->ckpt && pl->store.state_file && !src->ticket)
-    src->ticket = checkpoint_ticket_new(src->ckpt);
+  take_ticket(pl, src);
   if (src->owner->passthrough) {
     passthrough_record(src, bytes, len, position, piece);
     return;
@@ -596,8 +603,7 @@ static void on_lines(void *ud, input *in, const char *bytes, size_t len,
   const char *end = bytes + len;
 
   if (!src->join.rule && !pl->probe.due) {
-    if (src->ckpt && pl->store.state_file && !src->ticket)
-      src->ticket = checkpoint_ticket_new(src->ckpt);
+    take_ticket(pl, src);
     passthrough_lines(src, bytes, len, count, position);
     return;
   }
