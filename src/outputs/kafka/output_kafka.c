@@ -94,8 +94,6 @@ static void update_ref(kafka_output *k)
   }
 }
 
-static void flush_when_idle(kafka_output *k);
-
 /* A long linger.ms (kafka_config.c: default_linger) makes a batch wait
  * for records that are not coming: at the end of a burst, or a lone
  * record. So once the queue is empty, if nothing more was handed to
@@ -115,10 +113,6 @@ static void on_flush_timer(uv_timer_t *t)
   k->now_ns = uv_hrtime();
   rdk.rd_kafka_flush(k->rk, FLUSH_WAIT_MS);
   serve(k);
-  /* A batch behind a request still in flight (the idempotent producer
-   * sends one at a time) was not sent while the flush lasted: it would
-   * wait linger.ms again, so the flush comes again until none is left. */
-  flush_when_idle(k);
 }
 
 static void flush_when_idle(kafka_output *k)
