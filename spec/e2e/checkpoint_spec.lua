@@ -66,6 +66,60 @@ describe("checkpoints", function()
     run.cleanup(dir)
   end)
 
+  -- A checkpoint that a power loss would keep must not cover records that
+  -- only the page cache held: each save syncs the files it counts on, the
+  -- output's and the dead letters', before it renames the state file. Seen
+  -- with strace (-y names each descriptor's file), in the order the
+  -- syscalls returned: a save takes what was acknowledged when it dups the
+  -- output's descriptor (fcntl), and what was written before that must be
+  -- synced before its rename; what is written after is the next save's.
+  it("sync the output files before each save that counts on them", function()
+    if os.execute("command -v strace > /dev/null") ~= 0 then
+      return pending("needs strace")
+    end
+    local dir = setup(20)
+    run.write(dir .. "/in.log", numbered(1, 300000, 40))
+    -- LeakSanitizer cannot run under ptrace (an ASan build).
+    local status = tonumber(io.popen(string.format(
+      "cd %s && ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout -s KILL 120 " ..
+      "strace -f -qq -y -o trace -e trace=write,writev,fcntl,fdatasync,fsync,rename %s -c config.lua 2> stderr; echo $?",
+      run.quote(dir), run.quote(run.bin))):read("*l"))
+    assert.are.equal(0, status, run.read(dir .. "/stderr"))
+    -- A call strace split ("unfinished", then "resumed") counts at its
+    -- resumption, with the file named at its start.
+    local started, wrote, must_sync = {}, false, false
+    local saves, unsynced_saves, syncs, syncs_before_last_save = 0, 0, 0, 0
+    for line in run.read(dir .. "/trace"):gmatch("[^\n]+") do
+      local pid, rest = line:match("^(%d+)%s+(.*)$")
+      local call, file
+      if rest:match("<unfinished %.%.%.>$") then
+        started[pid] = rest
+      else
+        if rest:match("^<%.%.%. %w+ resumed>") then rest = (started[pid] or "") .. rest end
+        call, file = rest:match("^(%w+)%(%d+<([^>]*)>")
+        call = call or rest:match("^(%w+)%(")
+      end
+      local out = file and file:match("/out%.log$")
+      if (call == "write" or call == "writev") and out then
+        wrote = true
+      elseif call == "fcntl" and out and rest:match("F_DUPFD") then
+        must_sync = must_sync or wrote
+        wrote = false
+      elseif (call == "fdatasync" or call == "fsync") and out then
+        must_sync = false
+        syncs = syncs + 1
+      elseif call == "rename" and rest:match("checkpoints%.tmp") then
+        saves = saves + 1
+        if must_sync then unsynced_saves = unsynced_saves + 1 end
+        syncs_before_last_save = syncs
+      end
+    end
+    assert.is_true(saves >= 2, saves .. " saves")
+    assert.is_true(syncs_before_last_save >= 1, "no sync of out.log before a save")
+    assert.are.equal(0, unsynced_saves)
+    run.cleanup(dir)
+  end)
+
   it("lose nothing after kill -9, with duplicates within the bound", function()
     local dir = setup(1)
     local input = numbered(1, 1000000, 24)

@@ -577,22 +577,41 @@ static int error_now(void)
   return errno ? errno : EIO;
 }
 
+char *checkpoint_snapshot(checkpoint_store *st, size_t *len)
+{
+  char *bytes = NULL;
+  FILE *f;
+
+  if (!st->state_file || !st->dirty || !(f = open_memstream(&bytes, len)))
+    return NULL;
+  write_state(st, f);
+  bool failed = ferror(f) != 0;
+  if (fclose(f) != 0 || failed) {
+    free(bytes);
+    return NULL;
+  }
+  st->dirty = false;
+  return bytes;
+}
+
 /* Writes tmp whole and renames it over the state file; the step that
  * failed, NULL when none did (*err its errno). The old state file stays
  * until the rename, and a tmp that did not become it is removed. */
-static const char *replace_state(checkpoint_store *st, const char *tmp,
-                                 int *err)
+const char *checkpoint_write_snapshot(const checkpoint_store *st,
+                                      const char *bytes, size_t len, int *err)
 {
+  char tmp[4096];
   const char *failed = NULL;
-  FILE *f = fopen(tmp, "we");
+  FILE *f;
 
-  if (!f) {
+  snprintf(tmp, sizeof tmp, "%s.tmp", st->state_file);
+  if (!(f = fopen(tmp, "we"))) {
     *err = error_now();
     return "creating its temporary file";
   }
   errno = 0;
-  write_state(st, f);
-  if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
+  if (fwrite(bytes, 1, len, f) != len || fflush(f) != 0 ||
+      fsync(fileno(f)) != 0) {
     *err = error_now();
     failed = "writing its temporary file";
   }
@@ -616,17 +635,12 @@ static const char *replace_state(checkpoint_store *st, const char *tmp,
   return NULL;
 }
 
-int checkpoint_save(checkpoint_store *st)
+int checkpoint_saved(checkpoint_store *st, const char *failed, int err)
 {
-  char tmp[4096];
-  const char *failed;
-  int err = 0;
-
-  if (!st->state_file || !st->dirty) return 0;
-  snprintf(tmp, sizeof tmp, "%s.tmp", st->state_file);
-  if ((failed = replace_state(st, tmp, &err))) {
+  if (failed) {
     /* Out of descriptors or space, it fails at each interval until they
      * are back: logged once, the offsets kept (dirty) for the next try. */
+    st->dirty = true;
     if (st->failed_saves++ == 0)
       log_error("checkpoint %s: cannot write it: %s (%s); the last one "
                 "written stays (a restart now would read again what was "
@@ -640,8 +654,24 @@ int checkpoint_save(checkpoint_store *st)
             st->state_file, st->failed_saves,
             st->failed_saves == 1 ? "try" : "tries");
   st->failed_saves = 0;
-  st->dirty = false;
   return 0;
+}
+
+int checkpoint_save(checkpoint_store *st)
+{
+  size_t len;
+  char *bytes = checkpoint_snapshot(st, &len);
+  const char *failed;
+  int err = ENOMEM, rc;
+
+  if (!bytes) {
+    if (!st->state_file || !st->dirty) return 0;
+    return checkpoint_saved(st, "taking what it holds", err);
+  }
+  failed = checkpoint_write_snapshot(st, bytes, len, &err);
+  rc = checkpoint_saved(st, failed, err);
+  free(bytes);
+  return rc;
 }
 
 static void free_sources(checkpoint_source *s)

@@ -180,6 +180,19 @@ void checkpoint_release(checkpoint_ticket *t);
  * dirty for the next save, and only the first failure of a run of them is
  * logged (and the save that ends it). */
 int checkpoint_save(checkpoint_store *st);
+/* The same in three steps, so the writing may run off the loop thread
+ * (pipeline.c syncs the output files first): checkpoint_snapshot takes
+ * what the state file would hold now, in *len bytes to free, and leaves
+ * the store clean (NULL: nothing to save, or no memory, which leaves it
+ * dirty); checkpoint_write_snapshot writes them, on any thread, and says
+ * which step failed (NULL: none; *err its errno); checkpoint_saved, back
+ * on the loop, counts and logs the outcome, making the store dirty again
+ * when it failed (-1). */
+char *checkpoint_snapshot(checkpoint_store *st, size_t *len);
+const char *checkpoint_write_snapshot(const checkpoint_store *st,
+                                      const char *bytes, size_t len,
+                                      int *err);
+int checkpoint_saved(checkpoint_store *st, const char *failed, int err);
 /* Frees the sources, tickets and strings (the state file stays). */
 void checkpoint_store_close(checkpoint_store *st);
 

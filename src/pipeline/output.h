@@ -178,6 +178,8 @@ struct output_sink {
   uint64_t refused_logged_ms, refused_logged; /* when, and how many, last */
 
   uint64_t records_written, dead_letters_written, bytes_written;
+  uint64_t synced_bytes;  /* of bytes_written, those a checkpoint's sync
+                             made durable (output_synced) */
   latency_hist latency;   /* from read_us to written or delivered */
   uint64_t records_lost;  /* a collector ran out of memory for them */
   uint64_t records_released; /* left to their inputs (output_release) */
@@ -272,6 +274,13 @@ void output_summary_tail(const output_sink *o, const output_tx_stats *st,
 void output_wake(output_sink *o);
 /* fsyncs and reopens the path (log rotation); stdout is left alone. */
 int output_reopen(output_sink *o);
+/* A descriptor of o's file (a dup, for the caller to close) when the file
+ * took bytes since the sync output_synced last told of, with *mark the
+ * bytes written so far: fdatasync it before a checkpoint counts on them.
+ * -1: none (not a file, nothing new, no descriptor left). */
+int output_unsynced_fd(const output_sink *o, uint64_t *mark);
+/* The file is synced up to mark (output_unsynced_fd's). */
+void output_synced(output_sink *o, uint64_t mark);
 /* Closes the loop handles; call before the loop's last run. */
 void output_close_handles(output_sink *o);
 /* fsyncs and closes, once the loop has finished closing the handles;

@@ -30,6 +30,7 @@
 #define RETRY_MAX_MS 2000
 
 static int sync_file(output_sink *o);
+static const output_transport fd_transport;
 
 static const char *target(const output_sink *o)
 {
@@ -180,6 +181,8 @@ static int cut_torn(output_sink *o)
     return -1;
   o->head = o->boundary;
   o->bytes_written -= torn;
+  /* What a sync made durable of the cut bytes is gone with them. */
+  if (o->synced_bytes > o->bytes_written) o->synced_bytes = o->bytes_written;
   o->file_bytes -= torn;
   return 0;
 }
@@ -449,6 +452,20 @@ int output_reopen(output_sink *o)
   o->file_bytes = (uint64_t)st.st_size;
   output_flush(o);
   return rc;
+}
+
+int output_unsynced_fd(const output_sink *o, uint64_t *mark)
+{
+  if (o->tx != &fd_transport || !o->truncatable || o->fd < 0 ||
+      o->bytes_written == o->synced_bytes)
+    return -1;
+  *mark = o->bytes_written;
+  return fcntl(o->fd, F_DUPFD_CLOEXEC, 0);
+}
+
+void output_synced(output_sink *o, uint64_t mark)
+{
+  if (mark > o->synced_bytes) o->synced_bytes = mark;
 }
 
 static void fd_close_handles(output_sink *o)

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint_save.h"
 #include "heap.h"
 #include "log.h"
 #include "metrics.h"
@@ -411,15 +412,12 @@ static void save_transport(output_sink *o)
   if (o->tx->checkpoint) o->tx->checkpoint(o);
 }
 
-static void save_checkpoints(pipeline *pl)
-{
-  checkpoint_save(&pl->store);
-  pipeline_each_sink(pl, save_transport);
-}
-
 static void on_checkpoint_timer(uv_timer_t *t)
 {
-  save_checkpoints(t->data);
+  pipeline *pl = t->data;
+
+  checkpoint_save_start(pl);
+  pipeline_each_sink(pl, save_transport);
 }
 
 static void on_finished(void *ud, input *in, const char *error)
@@ -900,7 +898,8 @@ int pipeline_run(pipeline *pl)
     apply_backpressure(pl);
   } while (pl->running > 0 || pl->jobs_in_flight > 0 || any_sink(pl, busy));
   signals_set_handler(NULL);
-  save_checkpoints(pl);
+  checkpoint_save_now(pl);
+  pipeline_each_sink(pl, save_transport);
   if (pl->probe.drained) pl->probe.drained(pl->probe.ud);
   pipeline_stop_workers(pl);
   log_summary(pl);

@@ -136,6 +136,7 @@ struct pipeline {
   bool last_ticks;           /* the filters' last timer_events were sent */
   dead_letter dl;
   checkpoint_store store;    /* the files' acknowledged offsets */
+  struct checkpoint_job *saving; /* the save running (checkpoint_save.h) */
   struct {                   /* what the inputs of a kind share */
     const input_kind *kind;
     void *state;
