@@ -44,6 +44,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <uv.h>
 
@@ -54,6 +55,32 @@ typedef struct input input;
 /* The most lines in one run (input_handler.lines): a count that fits in
  * 16 bits once the first is taken away (output.h: output_record.more). */
 #define INPUT_RUN_MAX 65536
+
+/* Walks a run's lines one by one, for those who must take them one at a
+ * time (a join, a failure, a write that stopped inside the run). */
+typedef struct {
+  const char *at, *end;  /* the bytes not walked yet */
+  uint64_t position;     /* the position of the line at `at` */
+  bool is_offset;        /* positions are byte offsets, not numbers */
+} input_run_cursor;
+
+/* Takes the next line, with its LF, and its position; false when none is
+ * left or the bytes end inside it. */
+static inline bool input_run_next(input_run_cursor *c, const char **line,
+                                  size_t *len, uint64_t *position)
+{
+  const char *nl;
+
+  if (c->at >= c->end ||
+      !(nl = memchr(c->at, '\n', (size_t)(c->end - c->at))))
+    return false;
+  *line = c->at;
+  *len = (size_t)(nl + 1 - c->at);
+  *position = c->position;
+  c->position += c->is_offset ? *len : 1;
+  c->at = nl + 1;
+  return true;
+}
 
 typedef struct {
   /* piece: 0 for a whole line, else the number of this piece of a line

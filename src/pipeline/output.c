@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "input.h"
 #include "output_internal.h"
 
 #define OUTPUT_COMPACT_MIN (64u << 10)
@@ -61,32 +62,24 @@ void output_count_written(output_sink *o, const output_record *r,
                   n);
 }
 
-/* The position of the line after `line`, of `len` bytes with its LF, in
- * a run. */
-static uint64_t next_in_run(const output_record *line, size_t len)
-{
-  return line->position + (line->is_offset ? len : 1);
-}
-
 void output_ack_run_front(output_sink *o, size_t upto, uint64_t now_us)
 {
   output_record *r = &o->recs[o->rec_head], done = *r;
-  const char *start = o->pending.data + o->boundary, *p = start, *nl;
-  const char *end = o->pending.data + upto;
+  const char *start = o->pending.data + o->boundary, *line;
+  input_run_cursor c = {start, o->pending.data + upto, r->position,
+                        r->is_offset};
+  size_t len;
+  uint64_t position;
   uint16_t n = 0;
 
   /* The run's last line ends at its end, past upto: n stays below it. */
-  while (n < r->more && (nl = memchr(p, '\n', (size_t)(end - p)))) {
-    p = nl + 1;
-    n++;
-  }
+  while (n < r->more && input_run_next(&c, &line, &len, &position)) n++;
   if (n == 0) return;
   done.more = n - 1;
   output_count_written(o, &done, now_us);
   r->more -= n;
-  r->position = r->is_offset ? r->position + (size_t)(p - start)
-                             : r->position + n;
-  o->boundary += (size_t)(p - start);
+  r->position = c.position;
+  o->boundary += (size_t)(c.at - start);
 }
 
 /* Drops what was written from the front of the queue. */
@@ -116,21 +109,16 @@ void output_fail_record(output_sink *o, const output_record *r,
                         const char *bytes, size_t len, const char *reason)
 {
   output_record line = *r;
-  const char *end = bytes + len;
+  input_run_cursor c = {bytes, bytes + len, r->position, r->is_offset};
+  size_t n;
 
   if (!r->more) {
     o->ev.failed(o->ev.ud, o, r, bytes + r->head, len - r->head, reason);
     return;
   }
   line.more = 0;
-  for (unsigned i = 0; i <= r->more; i++) {
-    const char *nl = i < r->more ? memchr(bytes, '\n', (size_t)(end - bytes))
-                                 : end - 1;
-    size_t n = (size_t)(nl + 1 - bytes);
+  while (input_run_next(&c, &bytes, &n, &line.position))
     o->ev.failed(o->ev.ud, o, &line, bytes, n, reason);
-    line.position = next_in_run(&line, n);
-    bytes += n;
-  }
 }
 
 void output_fail(output_sink *o, const char *reason)

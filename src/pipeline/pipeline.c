@@ -598,20 +598,16 @@ static void on_lines(void *ud, input *in, const char *bytes, size_t len,
 {
   pipeline *pl = ud;
   pl_source *src = (pl_source *)in;
-  const char *end = bytes + len;
+  input_run_cursor c = {bytes, bytes + len, position, in->is_offset};
+  size_t n;
 
   if (!src->join.rule && !pl->probe.due) {
     take_ticket(pl, src);
     passthrough_lines(src, bytes, len, count, position);
     return;
   }
-  while (bytes < end) {
-    const char *nl = memchr(bytes, '\n', (size_t)(end - bytes));
-    size_t n = (size_t)(nl - bytes);
-    on_record(pl, in, bytes, n, position, 0);
-    position += in->is_offset ? n + 1 : 1;
-    bytes = nl + 1;
-  }
+  while (input_run_next(&c, &bytes, &n, &position))
+    on_record(pl, in, bytes, n - 1, position, 0);
 }
 
 input_handler pipeline_input_handler(const pl_input *pi)
