@@ -99,17 +99,28 @@ static void update_ref(kafka_output *k)
  * record. So once the queue is empty, if nothing more was handed to
  * librdkafka for FLUSH_IDLE_MS, what it holds goes at once: rd_kafka_flush
  * lets its broker threads send without lingering while it runs, and serves
- * the delivery reports that come meanwhile, as serve does. */
+ * the delivery reports that come meanwhile, as serve does.
+ * The idempotent producer sends one request at a time, so a batch behind
+ * one in flight was not sent while the flush lasted and would linger
+ * again: the flush comes again every FLUSH_IDLE_MS while records are
+ * delivered between two, and not once none were (the brokers may be down:
+ * flushing then kept a broker crash's records from failing over to the
+ * disk buffer, kafka_outage_spec). */
 static void on_flush_timer(uv_timer_t *t)
 {
   kafka_output *k = t->data;
 
-  if (k->in_flight == 0 || k->o->state == OUTPUT_FAILED) return;
+  if (k->in_flight == 0 || k->o->state == OUTPUT_FAILED ||
+      k->delivered == k->flush_progress)
+    return;
   if (k->produced != k->flush_mark) {
     k->flush_mark = k->produced;
     uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
     return;
   }
+  k->flush_progress = k->delivered;
+  /* Started first, so that serve, producing, does not start a new rest. */
+  uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
   k->now_ns = uv_hrtime();
   rdk.rd_kafka_flush(k->rk, FLUSH_WAIT_MS);
   serve(k);
@@ -121,6 +132,7 @@ static void flush_when_idle(kafka_output *k)
       uv_is_active((uv_handle_t *)&k->flush_timer))
     return;
   k->flush_mark = k->produced;
+  k->flush_progress = UINT64_MAX;
   uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
 }
 
