@@ -6,9 +6,10 @@
 -- kcat -P producing the same lines with the same codec and acks to the same
 -- broker in the same run, alternating, and kcat -P sending the JSON
 -- records lumberjit makes (written to a file beforehand), and kcat -P with
--- the idempotent producer lumberjit runs (librdkafka 2.0 keeps one request
--- in flight per partition with it, which bounds the rate of both; the as
--- read rows are also given as a fraction of that). Prints, for
+-- the idempotent producer lumberjit runs, the lines and the JSON records
+-- (librdkafka 2.0 keeps one request in flight per partition with it, which
+-- bounds the rate of both; each lumberjit row is also given as a fraction
+-- of that). Prints, for
 -- each, records/s, MB/s (of input lines), CPU seconds, lumberjit's delivery
 -- latency percentiles (produce to delivery report) and the ratio of its
 -- rate to kcat's: the payload run's is like for like; the JSON run's
@@ -73,7 +74,7 @@ if base then
 end
 
 -- Topics are made up front: one JVM start for all.
-for _ = 1, (#codecs * (runs * (#encoders + 3) + 1)) do topics[fresh_topic()] = 1 end
+for _ = 1, (#codecs * (runs * (#encoders + 4) + 1)) do topics[fresh_topic()] = 1 end
 k.create_topics(b, topics)
 serial = 0
 
@@ -131,7 +132,7 @@ print(("W1 to Kafka: %d varied lines of ~247 B (%.1f MB), median of %d runs, bro
 print("lumberjit: file -> line decoder -> JSON encoder (~350 B records), or as read (no decoder or encoder)"
   .. " -> kafka_output (acks=all); kcat -P: the raw lines, and the JSON records written out beforehand")
 for _, codec in ipairs(codecs) do
-  local kw, kc, jw, jc, iw, ic, lj, sent = {}, {}, {}, {}, {}, {}, {}, {}
+  local kw, kc, jw, jc, iw, ic, ijw, ijc, lj, sent = {}, {}, {}, {}, {}, {}, {}, {}, {}, {}
   for i = 1, #encoders do lj[i] = { wall = {}, cpu = {}, lat = {} } end
   local warm = fresh_topic()
   kcat(codec, warm)
@@ -157,14 +158,19 @@ for _, codec in ipairs(codecs) do
     w, c = kcat(codec, topic, nil, IDEMPOTENT)
     iw[#iw + 1], ic[#ic + 1] = w, c
     sent[topic] = "kcat, idempotent"
+    topic = fresh_topic()
+    w, c = kcat(codec, topic, json_lines, IDEMPOTENT)
+    ijw[#ijw + 1], ijc[#ijc + 1] = w, c
+    sent[topic] = "kcat, idempotent, JSON lines"
   end
   for topic, label in pairs(sent) do
     assert(k.count(b, topic) == n, label .. ": not every line arrived in " .. topic)
   end
-  local k_wall, j_wall, i_wall = median(kw), median(jw), median(iw)
+  local k_wall, j_wall, i_wall, ij_wall = median(kw), median(jw), median(iw), median(ijw)
   print(row(codec, "kcat -P", k_wall, median(kc)))
   print(row("", "kcat -P, JSON lines", j_wall, median(jc)))
   print(row("", "kcat -P, idempotent", i_wall, median(ic)))
+  print(row("", "kcat -P, idem., JSON", ij_wall, median(ijc)))
   -- CPU ratios are taken round by round (kcat's CPU-seconds over
   -- lumberjit's in the same round), then their median: the machine's load
   -- changes between rounds more than within one.
@@ -177,7 +183,8 @@ for _, codec in ipairs(codecs) do
     local wall = median(lj[i].wall)
     print(row("", e.label, wall, median(lj[i].cpu)) .. (" | of kcat: rate %.2f, CPU %.2f"):format(
       k_wall / wall, cpu_ratio(kc, lj[i].cpu)) .. (e.name == "json" and
-      ("; of kcat sending its JSON: rate %.2f, CPU %.2f"):format(j_wall / wall, cpu_ratio(jc, lj[i].cpu)) or
+      ("; of kcat sending its JSON: rate %.2f, CPU %.2f; of idempotent kcat sending it: rate %.2f, CPU %.2f"):format(
+        j_wall / wall, cpu_ratio(jc, lj[i].cpu), ij_wall / wall, cpu_ratio(ijc, lj[i].cpu)) or
       ("; of idempotent kcat: rate %.2f, CPU %.2f"):format(i_wall / wall, cpu_ratio(ic, lj[i].cpu))))
   end
   for i, e in ipairs(encoders) do

@@ -36,6 +36,8 @@
 /* A queue that handed librdkafka nothing for so long has no more for its
  * batches: they go now, not linger.ms later (flush_when_idle). */
 #define FLUSH_IDLE_MS 10
+/* The flush comes again while a record was delivered so recently. */
+#define FLUSH_ANSWERED_MS 500
 /* How long a flush may hold the loop for librdkafka's broker threads to
  * see it (they send without waiting for linger.ms while it lasts). */
 #define FLUSH_WAIT_MS 1
@@ -102,26 +104,28 @@ static void update_ref(kafka_output *k)
  * the delivery reports that come meanwhile, as serve does.
  * The idempotent producer sends one request at a time, so a batch behind
  * one in flight was not sent while the flush lasted and would linger
- * again: the flush comes again every FLUSH_IDLE_MS while records are
- * delivered between two, and not once none were (the brokers may be down:
- * flushing then kept a broker crash's records from failing over to the
- * disk buffer, kafka_outage_spec). */
+ * again: the flush comes again every FLUSH_IDLE_MS while the brokers
+ * answer (a delivery in the last FLUSH_ANSWERED_MS, and not all of them
+ * down). Flushing on through an outage kept a broker crash's records from
+ * failing over to the disk buffer (kafka_outage_spec). */
 static void on_flush_timer(uv_timer_t *t)
 {
   kafka_output *k = t->data;
 
-  if (k->in_flight == 0 || k->o->state == OUTPUT_FAILED ||
-      k->delivered == k->flush_progress)
-    return;
+  if (k->in_flight == 0 || k->o->state == OUTPUT_FAILED) return;
   if (k->produced != k->flush_mark) {
     k->flush_mark = k->produced;
     uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
     return;
   }
-  k->flush_progress = k->delivered;
+  k->now_ns = uv_hrtime();
+  if (k->flushed &&
+      (k->brokers_down ||
+       k->now_ns - k->delivered_ns > FLUSH_ANSWERED_MS * 1000000ull))
+    return;
+  k->flushed = true;
   /* Started first, so that serve, producing, does not start a new rest. */
   uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
-  k->now_ns = uv_hrtime();
   rdk.rd_kafka_flush(k->rk, FLUSH_WAIT_MS);
   serve(k);
 }
@@ -132,7 +136,7 @@ static void flush_when_idle(kafka_output *k)
       uv_is_active((uv_handle_t *)&k->flush_timer))
     return;
   k->flush_mark = k->produced;
-  k->flush_progress = UINT64_MAX;
+  k->flushed = false;
   uv_timer_start(&k->flush_timer, on_flush_timer, FLUSH_IDLE_MS, 0);
 }
 
@@ -480,6 +484,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
     k->brokers_down = false;
     latency_add(&k->latency, (k->now_ns - s->sent_ns) / 1000);
     k->delivered++;
+    k->delivered_ns = k->now_ns;
     if (s->from_disk) {
       k->from_disk++;
       dq_ack(k->dq, s->dq_id);

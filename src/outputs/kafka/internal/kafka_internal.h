@@ -60,8 +60,8 @@ typedef struct kafka_output {
   uv_timer_t flush_timer;   /* flushes once the queue rests (FLUSH_IDLE_MS) */
   bool flush_when_idle;     /* linger.ms is longer than FLUSH_IDLE_MS */
   uint64_t flush_mark;      /* `produced` when flush_timer was started */
-  uint64_t flush_progress;  /* `delivered` at this rest's last flush, or
-                               UINT64_MAX before its first */
+  bool flushed;             /* flush_timer flushed in this rest */
+  uint64_t delivered_ns;    /* uv_hrtime of the last delivery */
   bool handles_open;
   slot *free_slots;
   slot_chunk *chunks;
