@@ -581,13 +581,18 @@ char *checkpoint_snapshot(checkpoint_store *st, size_t *len)
 {
   char *bytes = NULL;
   FILE *f;
+  bool failed;
 
-  if (!st->state_file || !st->dirty || !(f = open_memstream(&bytes, len)))
+  if (!st->state_file || !st->dirty) return NULL;
+  if (!(f = open_memstream(&bytes, len))) {
+    checkpoint_saved(st, "taking what it holds", ENOMEM);
     return NULL;
+  }
   write_state(st, f);
-  bool failed = ferror(f) != 0;
+  failed = ferror(f) != 0;
   if (fclose(f) != 0 || failed) {
     free(bytes);
+    checkpoint_saved(st, "taking what it holds", ENOMEM);
     return NULL;
   }
   st->dirty = false;
@@ -662,12 +667,10 @@ int checkpoint_save(checkpoint_store *st)
   size_t len;
   char *bytes = checkpoint_snapshot(st, &len);
   const char *failed;
-  int err = ENOMEM, rc;
+  int err = 0, rc;
 
-  if (!bytes) {
-    if (!st->state_file || !st->dirty) return 0;
-    return checkpoint_saved(st, "taking what it holds", err);
-  }
+  /* Dirty still: the snapshot failed, and said so. */
+  if (!bytes) return st->state_file && st->dirty ? -1 : 0;
   failed = checkpoint_write_snapshot(st, bytes, len, &err);
   rc = checkpoint_saved(st, failed, err);
   free(bytes);

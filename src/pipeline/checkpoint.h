@@ -183,8 +183,8 @@ int checkpoint_save(checkpoint_store *st);
 /* The same in three steps, so the writing may run off the loop thread
  * (pipeline.c syncs the output files first): checkpoint_snapshot takes
  * what the state file would hold now, in *len bytes to free, and leaves
- * the store clean (NULL: nothing to save, or no memory, which leaves it
- * dirty); checkpoint_write_snapshot writes them, on any thread, and says
+ * the store clean (NULL: nothing to save, or no memory, which it logs
+ * as checkpoint_saved does and which leaves the store dirty); checkpoint_write_snapshot writes them, on any thread, and says
  * which step failed (NULL: none; *err its errno); checkpoint_saved, back
  * on the loop, counts and logs the outcome, making the store dirty again
  * when it failed (-1). */

@@ -45,7 +45,8 @@ static void add_file(checkpoint_job *j, output_sink *o)
 }
 
 /* What the state file would hold now, and the files it counts on; NULL
- * when there is nothing to save (or no memory: the store stays dirty). */
+ * when there is nothing to save (or no memory: logged, the store stays
+ * dirty). */
 static checkpoint_job *job_new(pipeline *pl)
 {
   size_t len, n = pl->noutputs + (pl->dl.owns_sink ? 1 : 0);
