@@ -75,12 +75,51 @@ static bool closed(int fd)
 
 static int claim(int type, const void *want, const char **name)
 {
-  int fd = -1, rc = systemd_listen_claim(type, want, &fd, name);
+  void *carried = &carried;
+  int fd = -1, rc = systemd_listen_claim(type, want, &fd, name, &carried);
 
   CHECK(rc == 0 || (fd >= 3 + NSOCKETS && (fcntl(fd, F_GETFD) & FD_CLOEXEC) &&
                     (fcntl(fd, F_GETFL) & O_NONBLOCK)));
+  CHECK(carried == NULL);
   if (rc == 1) close(fd);
   return rc;
+}
+
+static int drops;
+
+static void drop(void *carried)
+{
+  CHECK(strcmp(carried, "dropped") == 0);
+  drops++;
+}
+
+/* A reload's socket: given once, with what was kept with it; one no
+ * listener claims is closed, and what goes with it dropped. */
+static void check_kept(const struct sockaddr_un *at)
+{
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0), got = -1;
+  const char *name;
+  void *carried = NULL;
+  char taken[] = "taken", dropped[] = "dropped";
+
+  unlink(at->sun_path);
+  CHECK(bind(fd, (const void *)at, sizeof *at) == 0 && listen(fd, 1) == 0);
+  CHECK(systemd_listen_would_claim(fd, SOCK_STREAM, (const void *)at));
+  CHECK(!systemd_listen_would_claim(fd, SOCK_DGRAM, (const void *)at));
+  CHECK(systemd_listen_keep(fd, taken, drop) == 0);
+  CHECK(systemd_listen_claim(SOCK_STREAM, (const void *)at, &got, &name,
+                             &carried) == 2 &&
+        carried == taken && got != fd);
+  CHECK(systemd_listen_claim(SOCK_STREAM, (const void *)at, &got, &name,
+                             &carried) == 0 && carried == NULL);
+  close(got);
+  CHECK(systemd_listen_keep(fd, dropped, drop) == 0);
+  systemd_listen_drop_kept();
+  CHECK(drops == 1);
+  CHECK(systemd_listen_claim(SOCK_STREAM, (const void *)at, &got, &name,
+                             &carried) == 0);
+  close(fd);
+  unlink(at->sun_path);
 }
 
 int main(void)
@@ -135,6 +174,11 @@ int main(void)
   CHECK(!closed(3 + UNIX_STREAM) && !closed(3 + UNIX_DGRAM) &&
         !closed(3 + ANY6));
   CHECK(closed(3 + UNLISTENED) && closed(3 + ANY6_ONLY));
+
+  check_kept(&unlistened);
+  /* systemd's sockets stay through a reload's drop. */
+  systemd_listen_drop_kept();
+  CHECK(!closed(3 + UNIX_STREAM) && !closed(3 + ANY6));
 
   unlink(stream.sun_path);
   unlink(dgram.sun_path);

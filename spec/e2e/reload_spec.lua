@@ -7,47 +7,9 @@ local cjson = require("cjson")
 
 local driver = run.root .. "/spec/e2e/reload_driver.py"
 
--- Starts lumberjit in the background in dir with config.lua, its stderr in
--- dir/stderr and, once it exits, its status in dir/status; returns
--- {pid, dir}. A spec that fails before it stops the run kills it.
-local function start(dir)
-  os.execute(string.format("cd %s && { %s -c config.lua > stdout 2> stderr & echo $! > pid; " ..
-    "wait $!; echo $? > status; } &", run.quote(dir), run.quote(run.bin)))
-  local pid
-  for _ = 1, 100 do
-    pid = tonumber(run.read(dir .. "/pid") or "")
-    if pid then break end
-    os.execute("sleep 0.05")
-  end
-  finally(function()
-    if not run.read(dir .. "/status") then os.execute(string.format("kill -9 %d 2>/dev/null", pid)) end
-  end)
-  return {pid = pid, dir = dir}
-end
-
-local function signal(proc, sig)
-  os.execute(string.format("kill -%s %d", sig, proc.pid))
-end
-
--- Waits (up to 20 s) until dir/name holds `text`; true when it does.
-local function wait_for(dir, name, text)
-  for _ = 1, 400 do
-    local data = run.read(dir .. "/" .. name)
-    if data and data:find(text, 1, true) then return true end
-    os.execute("sleep 0.05")
-  end
-  return false
-end
-
--- Stops the run; its exit status (nil: it did not exit in 30 s).
-local function stop(proc)
-  signal(proc, "TERM")
-  for _ = 1, 600 do
-    local status = tonumber(run.read(proc.dir .. "/status") or "")
-    if status then return status end
-    os.execute("sleep 0.05")
-  end
-end
+local rh = dofile("spec/e2e/reload_harness.lua")
+local signal, wait_for, stop = rh.signal, rh.wait_for, rh.stop
+local function start(dir) return rh.start(dir, finally) end
 
 describe("reload", function()
   it("under load: a changed decoder, matcher and inputs, a broken config, --reload: every line once, in order", function()
@@ -75,11 +37,7 @@ describe("reload", function()
 
   it("keeps its syslog sockets through reloads: every datagram and connection sent meanwhile arrives", function()
     local dir = run.tmpdir()
-    local function port()
-      return tonumber(io.popen("python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); " ..
-        "print(s.getsockname()[1])\""):read("*l"))
-    end
-    local udp, tcp = port(), port()
+    local udp, tcp = rh.port(), rh.port()
     local function config(tag)
       run.write(dir .. "/config.lua", string.format([[
 lumberjit = { state_dir = "state" }
@@ -89,8 +47,7 @@ dec = { type = "decoder", filename = "dec.lua", tag = "%s" }
 out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
 ]], udp, tcp, tag))
     end
-    run.write(dir .. "/dec.lua", "local tag = read_config('tag')\n" ..
-      "function process_message(r) inject_message({Payload = tag .. ' ' .. r:sub(5)}) return 0 end\n")
+    rh.write_tagger(dir)
     config("a")
     local proc = start(dir)
     assert.truthy(wait_for(dir, "stderr", "listening on tcp://127.0.0.1"))
@@ -128,6 +85,61 @@ out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
     local stderr = run.read(dir .. "/stderr")
     assert.are.equal(3, run.count(stderr, "running the new configuration"), stderr)
     assert.is_nil(stderr:find("has no listener any more", 1, true), stderr)
+    run.cleanup(dir)
+  end)
+
+  it("runs a reload asked while one is under way once it is done: the last config runs", function()
+    local dir = run.tmpdir()
+    local port = rh.port()
+    local function config(tag)
+      run.write(dir .. "/config.lua", string.format([[
+lumberjit = { state_dir = "state" }
+tcp = { type = "syslog_input", address = "tcp://127.0.0.1:%d", decoder = "dec" }
+dec = { type = "decoder", filename = "dec.lua", tag = "%s" }
+out = { type = "file_output", path = "out.fifo", message_matcher = "TRUE" }
+]], port, tag))
+    end
+    rh.write_tagger(dir)
+    config("a")
+    -- The output writes to a pipe whose reader the spec stops: the first
+    -- reload's pipeline cannot end before the reader goes on.
+    os.execute("mkfifo " .. run.quote(dir .. "/out.fifo"))
+    local reader = tonumber(io.popen(string.format("cd %s && { python3 -c " ..
+      "\"import os\nfd = os.open('out.fifo', os.O_RDWR)\nout = open('out.log', 'ab', 0)\nopen('reading', 'w')\n" ..
+      "while True: out.write(os.read(fd, 65536))\" > /dev/null 2>&1 & echo $!; }", run.quote(dir))):read("*l"))
+    for _ = 1, 400 do
+      if run.read(dir .. "/reading") then break end
+      os.execute("sleep 0.05")
+    end
+    local proc = start(dir)
+    proc.also(function() os.execute("kill -9 " .. reader .. " 2>/dev/null") end)
+    assert.truthy(wait_for(dir, "stderr", "listening on tcp://127.0.0.1"), run.read(dir .. "/stderr"))
+    local function send(lines)
+      local ok = os.execute(string.format("python3 -c \"import socket; c = socket.create_connection(('127.0.0.1', %d)); " ..
+        "c.sendall(b''.join(b'<13>%%s\\n' %% l.encode() for l in %s)); c.shutdown(socket.SHUT_WR); c.recv(1)\"",
+        port, lines))
+      assert.truthy(ok == true or ok == 0)
+    end
+    os.execute("kill -STOP " .. reader)
+    -- 256 KiB: more than the pipe holds.
+    send("['x %d %s' % (i, 'y' * 120) for i in range(1, 2001)]")
+    config("b")
+    signal(proc, "HUP")
+    assert.truthy(wait_for(dir, "stderr", "SIGHUP: reloading"))
+    config("c")
+    signal(proc, "HUP")
+    assert.truthy(wait_for(dir, "stderr", "SIGHUP: a reload is under way; reloading again once it is done"),
+      run.read(dir .. "/stderr"))
+    os.execute("kill -CONT " .. reader)
+    assert.truthy(wait_for(dir, "stderr", "running the new configuration", 2), run.read(dir .. "/stderr"))
+    send("['last']")
+    assert.truthy(wait_for(dir, "out.log", "c last"), run.read(dir .. "/stderr"))
+    assert.are.equal(0, stop(proc), run.read(dir .. "/stderr"))
+    local lines = run.lines(run.read(dir .. "/out.log"))
+    assert.are.equal(2001, #lines)
+    for i = 1, 2000 do assert.are.equal(string.format("a x %d %s", i, ("y"):rep(120)), lines[i]) end
+    assert.are.equal("c last", lines[2001])
+    assert.are.equal(2, rh.count(run.read(dir .. "/stderr"), "reloading config.lua"))
     run.cleanup(dir)
   end)
 

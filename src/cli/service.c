@@ -43,6 +43,9 @@ typedef struct service {
   config next;               /* a reload's, checked; valid when reloading */
   uint64_t next_digest;
   bool reloading;
+  /* A reload asked while one was under way: it follows once the new
+   * pipeline runs, so the last change made is the one that runs. */
+  const char *again;
   pipeline *pl;
   http_endpoint *http;
   char *http_address;        /* the endpoint's, to see it change */
@@ -59,13 +62,19 @@ static void on_started(void *ud)
 
   systemd_notifyf("READY=1\nSTATUS=running: %zu inputs",
                   pipeline_snapshot(svc->pl)->ninputs);
+  if (svc->again) {
+    const char *why = svc->again;
+    svc->again = NULL;
+    reload(svc, why);
+  }
 }
 
 static void on_stopping(void *ud, const char *why)
 {
   service *svc = ud;
 
-  /* A stop wins over a reload under way. */
+  /* A stop wins over a reload under way, and one asked after it. */
+  svc->again = NULL;
   if (svc->reloading) {
     svc->reloading = false;
     config_free(&svc->next);
@@ -186,8 +195,14 @@ static void reload(service *svc, const char *why)
 {
   char err[2048];
 
-  /* One at a time; and none between two pipelines. */
-  if (svc->reloading || !svc->pl) return;
+  /* One at a time: one asked meanwhile follows it (on_started). */
+  if (svc->reloading || !svc->pl) {
+    if (!svc->again)
+      log_msg("%s: a reload is under way; reloading again once it is done",
+              why);
+    svc->again = why;
+    return;
+  }
   uv_timer_stop(&svc->settle);
   log_msg("%s: reloading %s", why, svc->path);
   systemd_notifyf("RELOADING=1\nSTATUS=reloading");

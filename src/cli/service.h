@@ -13,9 +13,10 @@
  * they read is written, their checkpoints saved, and the decoders,
  * encoders and filters the new configuration keeps unchanged leave their
  * sandboxes, Lua state and all, for the new pipeline, which then starts
- * from the checkpoints. The HTTP port, the PID file and the watchdog stay.
+ * from the checkpoints. The HTTP port, the PID file and the watchdog stay,
+ * and so do the listeners' sockets and stream connections (syslog_carry.c).
  * A configuration whose pipeline cannot be built (a port taken) goes back
- * to the one before.
+ * to the one before. A reload asked while one is under way follows it.
  *
  * A reload refuses a configuration with a stdin_input (what it read ahead
  * would be lost) or an input of files without state_dir (the new pipeline

@@ -24,6 +24,8 @@ typedef struct {
   int fd;                   /* -1 once closed */
   bool claimed;
   bool kept;                /* a reload's (systemd_listen_keep) */
+  void *carried;            /* kept: what goes with it */
+  void (*drop)(void *carried);
   char name[FDNAME_MAX + 1];
 } passed_socket;
 
@@ -120,16 +122,25 @@ static bool matches(int fd, int type, const struct sockaddr *want)
          same_address(fd, &have, want);
 }
 
-int systemd_listen_claim(int type, const struct sockaddr *want, int *fd,
-                         const char **name)
+bool systemd_listen_would_claim(int fd, int type,
+                                const struct sockaddr *want)
 {
+  return matches(fd, type, want);
+}
+
+int systemd_listen_claim(int type, const struct sockaddr *want, int *fd,
+                         const char **name, void **carried)
+{
+  *carried = NULL;
   for (size_t i = 0; i < nsockets; i++) {
     passed_socket *s = &sockets[i];
     if (s->fd < 0 || !matches(s->fd, type, want)) continue;
     if (s->kept) {
       /* A reload's is given, not lent. */
       *fd = s->fd;
+      *carried = s->carried;
       s->fd = -1;
+      s->carried = NULL;
     } else if ((*fd = fcntl(s->fd, F_DUPFD_CLOEXEC, LISTEN_FDS_START)) < 0) {
       return -1;
     }
@@ -192,7 +203,7 @@ void systemd_listen_close_unclaimed(void)
   }
 }
 
-int systemd_listen_keep(int fd)
+int systemd_listen_keep(int fd, void *carried, void (*drop)(void *carried))
 {
   passed_socket *more;
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, LISTEN_FDS_START);
@@ -206,6 +217,7 @@ int systemd_listen_keep(int fd)
   }
   sockets = more;
   sockets[nsockets++] = (passed_socket){.fd = copy, .kept = true,
+                                        .carried = carried, .drop = drop,
                                         .name = "reload"};
   return 0;
 }
@@ -226,6 +238,7 @@ void systemd_listen_drop_kept(void)
     describe(s->fd, what, sizeof what);
     log_msg("reload: %s has no listener any more: closed", what);
     close(s->fd);
+    if (s->carried) s->drop(s->carried);
   }
   nsockets = n;
 }

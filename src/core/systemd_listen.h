@@ -22,6 +22,7 @@
 #ifndef LUMBERJIT_SYSTEMD_LISTEN_H
 #define LUMBERJIT_SYSTEMD_LISTEN_H
 
+#include <stdbool.h>
 #include <sys/socket.h>
 
 /* Reads the variables, marks the descriptors close-on-exec and unsets the
@@ -36,9 +37,14 @@ void systemd_listen_take(void);
  * without one; it lives as long as the process); 0 when none matches; -1
  * (errno) when one does but no descriptor was left for it. The socket
  * itself stays open here, so a listener built again takes it again. 2:
- * the socket a reload kept (systemd_listen_keep), the caller's now. */
+ * the socket a reload kept (systemd_listen_keep), the caller's now, with
+ * what was kept with it in *carried (NULL: nothing). */
 int systemd_listen_claim(int type, const struct sockaddr *want, int *fd,
-                         const char **name);
+                         const char **name, void **carried);
+
+/* Whether a claim of `type` at `want` would take the socket fd. */
+bool systemd_listen_would_claim(int fd, int type,
+                                const struct sockaddr *want);
 
 /* Logs a warning for each passed socket no listener claimed, naming it,
  * and closes it: called once the inputs are built. */
@@ -51,9 +57,11 @@ void systemd_listen_close_unclaimed(void);
  * same address claims it with systemd_listen_claim (which returns 2). A
  * kept socket is given once: the claim takes it off the table, and
  * systemd_listen_drop_kept closes those no listener took (their input
- * was removed, or moved) once the next pipeline is built. 0, or -1
- * (errno) when no descriptor was left for it. */
-int systemd_listen_keep(int fd);
+ * was removed, or moved) once the next pipeline is built, and at the end.
+ * `carried` goes with it (a listener's open connections), to the claim,
+ * or to drop(carried) when it is dropped; NULL: nothing. 0, or -1 (errno)
+ * when no descriptor was left for it (carried is then the caller's). */
+int systemd_listen_keep(int fd, void *carried, void (*drop)(void *carried));
 void systemd_listen_drop_kept(void);
 
 #endif

@@ -33,6 +33,11 @@ bool pl_input_handing_over(const pl_input *pi)
   return pi->pl->reloading;
 }
 
+const config *pl_input_next_config(const pl_input *pi)
+{
+  return pi->pl->next;
+}
+
 int pl_input_set_fields(pl_input *pi, const char *path_field,
                         const char *sender_field, const char *listener_field)
 {

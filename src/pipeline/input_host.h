@@ -60,6 +60,10 @@ uint64_t pl_input_stop_timeout_ms(const pl_input *pi);
  * its socket to the next pipeline (systemd_listen_keep) rather than
  * taking its backlog and closing it. */
 bool pl_input_handing_over(const pl_input *pi);
+/* A reload's stop: the configuration the next pipeline runs, for a
+ * listener to see whether an input of it takes its socket, and so its
+ * connections; NULL otherwise. Valid during the kind's stop only. */
+const config *pl_input_next_config(const pl_input *pi);
 /* Whether lumberjit writes the file sb is of: an input must never read
  * it. */
 bool pl_input_writes(const pl_input *pi, const struct stat *sb);

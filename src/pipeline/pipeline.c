@@ -525,7 +525,9 @@ bool pipeline_stop_for_reload(pipeline *pl, const config *next)
     f->kept = p && pipeline_digest(pl, PLUGIN_FILTER, f->name) ==
                        shelf_digest(next, p);
   }
+  pl->next = next;
   pipeline_stop(pl, NULL);
+  pl->next = NULL;
   return true;
 }
 

@@ -310,7 +310,7 @@ static void on_fd_retry(uv_timer_t *t)
 static int bind_and_listen(syslog_listener *l, const config_syslog *cfg)
 {
   struct sockaddr_storage sa;
-  socklen_t len = syslog_sockaddr(l, cfg, &sa);
+  socklen_t len = syslog_sockaddr(cfg, &sa);
   int on = 1, off = 0;
 
   l->server_fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK |

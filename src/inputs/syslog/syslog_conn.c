@@ -7,7 +7,9 @@
  * passes, it is closed to make room (syslog_accept.c), or the listener
  * stops (after reading what the kernel holds for it); its last message is
  * then ended as frame_end says, and its socket is closed at once, so its
- * descriptor is free for the next connection. Its timer is closed once
+ * descriptor is free for the next connection. A reload may carry it to
+ * the next pipeline instead (syslog_carry.c): its begun message goes with
+ * it, and its socket stays open in the descriptor carried. Its timer is closed once
  * its source's jobs came back, and it frees itself and its source when
  * both handles are.
  *
@@ -17,6 +19,7 @@
  * for idle_timeout_ms. A connection held by backpressure is not silent:
  * its deadlines start again when reading resumes.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,14 +280,16 @@ static void on_refused_closed(uv_handle_t *h)
   free(c);
 }
 
-const char *syslog_conn_open(syslog_listener *l, int fd, const char *peer,
-                             const char *label)
+/* Serves fd: a new connection (e NULL), or one a reload carried, which
+ * goes on with its frame reader, TLS session and message count. */
+static const char *serve(syslog_listener *l, int fd, const char *peer,
+                         const char *label, syslog_carried *e)
 {
   uv_loop_t *loop = pl_input_loop(l->pi);
   syslog_conn *c = calloc(1, sizeof *c);
   int rc;
 
-  if (!c || (l->tls && !(c->tls = tls_session_new(l->tls))) ||
+  if (!c || (!e && l->tls && !(c->tls = tls_session_new(l->tls))) ||
       !(c->src = pl_source_new(l->pi))) {
     if (c) tls_session_free(c->tls);
     free(c);
@@ -310,7 +315,16 @@ const char *syslog_conn_open(syslog_listener *l, int fd, const char *peer,
   c->open_handles = 2;
   pl_source_set_data(c->src, c);
   pl_source_set_sender(c->src, c->peer[0] ? c->peer : NULL);
-  frame_init(&c->frame, l->framing, l->max_line, l->keep_cr);
+  if (e) {
+    c->frame = e->frame;
+    c->tls = e->tls;
+    c->seq = e->seq;
+    c->spoke = e->spoke;
+    e->tls = NULL;
+    frame_init(&e->frame, FRAMING_AUTO, 1, false);
+  } else {
+    frame_init(&c->frame, l->framing, l->max_line, l->keep_cr);
+  }
   c->next = l->conns;
   l->conns = c;
   l->nconns++;
@@ -321,6 +335,46 @@ const char *syslog_conn_open(syslog_listener *l, int fd, const char *peer,
   uv_read_start(&c->h.stream, on_alloc, on_read);
   if (pl_input_held(l->pi)) syslog_conn_hold(c, true);
   return NULL;
+}
+
+const char *syslog_conn_open(syslog_listener *l, int fd, const char *peer,
+                             const char *label)
+{
+  return serve(l, fd, peer, label, NULL);
+}
+
+const char *syslog_conn_resume(syslog_listener *l, syslog_carried *e)
+{
+  return serve(l, e->fd, e->peer, e->label, e);
+}
+
+syslog_carried *syslog_conn_carry(syslog_conn *c)
+{
+  syslog_listener *l = c->l;
+  syslog_carried *e;
+  uv_os_fd_t fd;
+
+  /* A TLS record half sent would be cut: such a connection ends here. */
+  if (c->ended || c->tls_out.len > 0 ||
+      uv_stream_get_write_queue_size(&c->h.stream) > 0 ||
+      uv_fileno(&c->h.handle, &fd) != 0 || !(e = calloc(1, sizeof *e)))
+    return NULL;
+  /* The copy keeps the socket open when the handle closes its own. */
+  if ((e->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+    free(e);
+    return NULL;
+  }
+  e->frame = c->frame;
+  e->tls = c->tls;
+  e->seq = c->seq;
+  e->spoke = c->spoke;
+  snprintf(e->peer, sizeof e->peer, "%s", c->peer);
+  snprintf(e->label, sizeof e->label, "%s", c->label);
+  /* Its begun message goes on with it: ending c hands on nothing. */
+  c->tls = NULL;
+  frame_init(&c->frame, l->framing, l->max_line, l->keep_cr);
+  end(c);
+  return e;
 }
 
 bool syslog_conn_silent(const syslog_conn *c)

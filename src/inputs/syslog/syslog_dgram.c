@@ -58,7 +58,7 @@ static int bind_socket(syslog_dgram *d, const config_syslog *cfg, char *why,
 {
   syslog_listener *l = d->l;
   struct sockaddr_storage sa;
-  socklen_t salen = syslog_sockaddr(l, cfg, &sa);
+  socklen_t salen = syslog_sockaddr(cfg, &sa);
 
   if (l->path && syslog_clear_socket_path(l->path, SOCK_DGRAM, why, len) != 0)
     return -1;

@@ -122,19 +122,19 @@ int syslog_clear_socket_path(const char *path, int type, char *why,
   return 0;
 }
 
-socklen_t syslog_sockaddr(const syslog_listener *l, const config_syslog *cfg,
+socklen_t syslog_sockaddr(const config_syslog *cfg,
                           struct sockaddr_storage *sa)
 {
   struct sockaddr_un *sun = (struct sockaddr_un *)sa;
 
   memset(sa, 0, sizeof *sa);
-  if (!l->path) {
+  if (!cfg->path) {
     memcpy(sa, &cfg->sockaddr, sizeof cfg->sockaddr);
     return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                      : sizeof(struct sockaddr_in);
   }
   sun->sun_family = AF_UNIX;
-  memcpy(sun->sun_path, l->path, strlen(l->path) + 1);
+  memcpy(sun->sun_path, cfg->path, strlen(cfg->path) + 1);
   return sizeof *sun;
 }
 
@@ -143,16 +143,19 @@ int syslog_adopt(syslog_listener *l, const config_syslog *cfg, int type,
 {
   struct sockaddr_storage sa;
   socklen_t len = sizeof sa;
+  void *carried;
   int rc;
 
-  syslog_sockaddr(l, cfg, &sa);
-  rc = systemd_listen_claim(type, (struct sockaddr *)&sa, fd, &l->passed);
+  syslog_sockaddr(cfg, &sa);
+  rc = systemd_listen_claim(type, (struct sockaddr *)&sa, fd, &l->passed,
+                            &carried);
   if (rc <= 0) return rc < 0 ? -errno : 0;
   if (rc == 2) {
-    /* The last pipeline's own socket, kept through the reload: its file
-     * is ours again. */
+    /* The last pipeline's own socket, kept through the reload, with its
+     * connections: its file is ours again. */
     l->passed = NULL;
     l->handed_over = true;
+    l->carried = carried;
     l->bound_path = l->path != NULL;
   }
   /* The socket unit's address: [::]:514 for a listener on 0.0.0.0:514. */
@@ -210,16 +213,22 @@ fail:
 static int syslog_start(pl_input *pi, char *err, size_t errlen)
 {
   syslog_listener *l = pl_input_state(pi);
+  size_t carried;
 
   if (l->dgram && syslog_dgram_start(l, err, errlen) != 0) return -1;
   if (l->server_open) syslog_accept_start(l);
+  carried = syslog_carry_resume(l);
   l->started = true;
   if (l->passed)
     log_msg("input '%s': listening on %s (socket '%s' passed by systemd)",
             pl_input_name(pi), l->address, l->passed);
-  else if (l->handed_over)
+  else if (l->handed_over && l->dgram)
     log_msg("input '%s': listening on %s (its socket kept through the "
             "reload)", pl_input_name(pi), l->address);
+  else if (l->handed_over)
+    log_msg("input '%s': listening on %s (its socket kept through the "
+            "reload, with %zu connection%s)", pl_input_name(pi), l->address,
+            carried, carried == 1 ? "" : "s");
   else
     log_msg("input '%s': listening on %s", pl_input_name(pi), l->address);
   return 0;
@@ -257,23 +266,6 @@ static void on_stop_timer(uv_timer_t *t)
   if (!end_quiet_connections(t->data)) uv_timer_stop(t);
 }
 
-/* A reload's stop: the socket goes on to the next pipeline's listener of
- * its address, with the connections and datagrams waiting in it
- * (systemd_listen.h); true when it does. One systemd passed is systemd's,
- * and the listener takes it again anyway. */
-static bool hand_over(syslog_listener *l, int fd)
-{
-  if (!pl_input_handing_over(l->pi) || l->passed || fd < 0) return false;
-  if (systemd_listen_keep(fd) != 0) {
-    log_warning("input '%s': cannot keep its socket through the reload (%s): "
-                "closing it; the next listener binds its own",
-                pl_input_name(l->pi), strerror(errno));
-    return false;
-  }
-  l->bound_path = false; /* its file stays with it */
-  return true;
-}
-
 static void syslog_stop(pl_input *pi)
 {
   syslog_listener *l = pl_input_state(pi);
@@ -281,10 +273,13 @@ static void syslog_stop(pl_input *pi)
   if (l->stopping) return;
   l->stopping = true;
   l->stopped_at = uv_now(pl_input_loop(pi));
-  /* A listener whose socket goes on leaves its backlog to the next one. */
-  if (l->readbuf && hand_over(l, l->server_fd)) syslog_accept_close(l);
-  else if (l->readbuf) syslog_accept_stop(l);
-  if (l->dgram) hand_over(l, syslog_dgram_socket(l->dgram));
+  /* A listener whose socket goes on leaves its backlog to the next one,
+   * and its connections when the next one takes them. */
+  if (l->readbuf && syslog_carry_hand_over(l, l->server_fd))
+    syslog_accept_close(l);
+  else if (l->readbuf)
+    syslog_accept_stop(l);
+  if (l->dgram) syslog_carry_hand_over(l, syslog_dgram_socket(l->dgram));
   if (l->dgram) syslog_dgram_drain(l->dgram);
   if (l->stop_timer_open && end_quiet_connections(l))
     uv_timer_start(&l->stop_timer, on_stop_timer, SYSLOG_STOP_QUIET_MS / 4,
@@ -307,6 +302,9 @@ static void syslog_close_handles(pl_input *pi)
   syslog_listener *l = pl_input_state(pi);
 
   if (!l) return;
+  /* A pipeline not built gives its socket back, for the one built next. */
+  syslog_carry_give_back(l, l->readbuf ? l->server_fd
+                           : l->dgram ? syslog_dgram_socket(l->dgram) : -1);
   if (l->readbuf) syslog_accept_close(l);
   if (l->stop_timer_open) uv_close((uv_handle_t *)&l->stop_timer, NULL);
   l->stop_timer_open = false;
@@ -320,6 +318,7 @@ static void syslog_free(pl_input *pi)
   syslog_listener *l = pl_input_state(pi);
 
   if (!l) return;
+  if (l->carried) syslog_carry_drop(l->carried);
   syslog_dgram_free(l->dgram);
   tls_server_free(l->tls);
   free(l->readbuf);

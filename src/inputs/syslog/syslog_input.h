@@ -77,7 +77,9 @@
  * fails the start, before anything runs. A socket systemd passed for the
  * address (socket activation, systemd_listen.h: the same type and bound
  * address) is taken instead of bound; its Unix socket file, being
- * systemd's, keeps its mode and stays at the end.
+ * systemd's, keeps its mode and stays at the end. A reload hands the
+ * socket, and the open stream connections, to the next pipeline's
+ * listener of the address (syslog_carry.c).
  */
 #ifndef LUMBERJIT_SYSLOG_INPUT_H
 #define LUMBERJIT_SYSLOG_INPUT_H

@@ -3,7 +3,8 @@
  * syslog_input.c (the input kind, binding, stopping, counting),
  * syslog_accept.c (stream listeners: accepting, connection slots, file
  * descriptors), syslog_conn.c (one stream connection: reading, TLS,
- * framing, deadlines, ending) and syslog_dgram.c (datagram sockets).
+ * framing, deadlines, ending), syslog_dgram.c (datagram sockets) and
+ * syslog_carry.c (connections carried through a reload).
  */
 #ifndef LUMBERJIT_SYSLOG_INTERNAL_H
 #define LUMBERJIT_SYSLOG_INTERNAL_H
@@ -57,6 +58,7 @@ typedef union {
 
 typedef struct syslog_conn syslog_conn;
 typedef struct syslog_dgram syslog_dgram;
+typedef struct syslog_carry syslog_carry;
 
 typedef struct {
   pl_input *pi;
@@ -73,6 +75,8 @@ typedef struct {
                                (systemd_listen.h); NULL: bound here */
   bool handed_over;         /* its socket is the last pipeline's, kept
                                through a reload */
+  syslog_carry *carried;    /* handed over: the last pipeline's open
+                               connections, served from the start */
   char address[128];        /* as configured, then as bound (real port) */
   tls_server *tls;
 
@@ -143,8 +147,9 @@ void syslog_malformed(syslog_listener *l, const char *from, uint64_t position,
                       const char *bytes, size_t len, const char *reason);
 /* A socket address as text: "127.0.0.1", "::1" (IPv4-mapped as IPv4). */
 void syslog_addr_text(const struct sockaddr *sa, char *out, size_t len);
-/* The socket address of the listener's address, and its length. */
-socklen_t syslog_sockaddr(const syslog_listener *l, const config_syslog *cfg,
+/* The socket address of a listener's configured address, and its
+ * length. */
+socklen_t syslog_sockaddr(const config_syslog *cfg,
                           struct sockaddr_storage *sa);
 /* Takes the socket of `type` systemd passed for the listener's address,
  * if it did (systemd_listen.h): 1 with it in *fd (l->address then says
@@ -191,6 +196,45 @@ void syslog_conn_drain(syslog_conn *c);
 bool syslog_conn_quiet(const syslog_conn *c, uint64_t now, uint64_t ms);
 /* Its source finished: closes it; it frees itself and its source. */
 void syslog_conn_close(syslog_conn *c);
+
+/* A stream connection between two pipelines of a reload: what its
+ * syslog_conn held that goes on (syslog_carry.c). */
+typedef struct syslog_carried {
+  struct syslog_carried *next;
+  int fd;                   /* a descriptor of its socket */
+  frame_reader frame;       /* with the message begun and not handed on */
+  tls_session *tls;
+  char peer[SYSLOG_ADDR_TEXT];
+  char label[160];
+  uint64_t seq;
+  bool spoke;
+} syslog_carried;
+
+/* Hands c's socket and state on (c ends, having handed on nothing more);
+ * NULL, c untouched, when it cannot go: TLS bytes still going to the peer,
+ * no descriptor or memory left. Call with what the kernel holds read
+ * (syslog_conn_read_queued). */
+syslog_carried *syslog_conn_carry(syslog_conn *c);
+/* Serves a carried connection from where it was: NULL, or why it could
+ * not (e is then the caller's, as it was). */
+const char *syslog_conn_resume(syslog_listener *l, syslog_carried *e);
+
+/* syslog_carry.c */
+/* A reload's stop: hands the listener's socket fd to the next pipeline
+ * (systemd_listen_keep) with, when an input of the next configuration
+ * takes it, the open connections of a stream listener. False when it is
+ * not a reload's, the socket is systemd's, or it cannot be kept: the
+ * listener then stops as for good. */
+bool syslog_carry_hand_over(syslog_listener *l, int fd);
+/* The started listener serves what came with its socket: the number of
+ * connections that go on. */
+size_t syslog_carry_resume(syslog_listener *l);
+/* A listener that claimed a kept socket and never started (the pipeline
+ * could not be built) gives it back, with what came with it, for the
+ * next one built. */
+void syslog_carry_give_back(syslog_listener *l, int fd);
+/* Closes the connections no listener took, each logged. */
+void syslog_carry_drop(void *carry);
 
 /* syslog_dgram.c */
 int syslog_dgram_open(syslog_listener *l, const config_syslog *cfg,
