@@ -73,6 +73,69 @@ function rh.write_tagger(dir)
     "function process_message(r) inject_message({Payload = tag .. ' ' .. r:sub(5)}) return 0 end\n")
 end
 
+-- A reader of the FIFO dir/out.fifo, appending what it reads to
+-- dir/out.log, which the spec can stop (kill -STOP) to hold an output's
+-- writes; its PID, once it has the FIFO open. It never sees an end, as it
+-- opens the FIFO for writing too: a pipeline that closes it and the next
+-- one that opens it again write to the same reader.
+function rh.fifo_reader(dir)
+  os.execute("mkfifo " .. run.quote(dir .. "/out.fifo"))
+  local pid = tonumber(io.popen(string.format("cd %s && { python3 -c " ..
+    "\"import os\nfd = os.open('out.fifo', os.O_RDWR)\nout = open('out.log', 'ab', 0)\nopen('reading', 'w')\n" ..
+    "while True: out.write(os.read(fd, 65536))\" > /dev/null 2>&1 & echo $!; }", run.quote(dir))):read("*l"))
+  for _ = 1, 400 do
+    if run.read(dir .. "/reading") then break end
+    os.execute("sleep 0.05")
+  end
+  return pid
+end
+
+-- Sends "<13>" and each line of the Python list expression `lines` on
+-- one TCP connection to 127.0.0.1:port, and closes it once the server
+-- has read it all.
+function rh.send(port, lines)
+  local ok = os.execute(string.format("python3 -c \"import socket; c = socket.create_connection(('127.0.0.1', %d)); " ..
+    "c.sendall(b''.join(b'<13>%%s\\n' %% l.encode() for l in %s)); c.shutdown(socket.SHUT_WR); c.recv(1)\"",
+    port, lines))
+  assert(ok == true or ok == 0, "sending failed")
+end
+
+-- A run whose reload cannot end yet: a TCP listener whose messages go,
+-- through the tagging decoder, to a FIFO whose reader is stopped, with
+-- 2000 messages of 130 bytes ("x ID yyy...", more than the pipe holds)
+-- read. Returns {proc, port, config = function(tag), go_on = function()},
+-- go_on letting the reader go on.
+function rh.held_output_run(dir, finally)
+  local port = rh.port()
+  local r = {port = port}
+  function r.config(tag)
+    run.write(dir .. "/config.lua", string.format([[
+lumberjit = { state_dir = "state" }
+tcp = { type = "syslog_input", address = "tcp://127.0.0.1:%d", decoder = "dec" }
+dec = { type = "decoder", filename = "dec.lua", tag = "%s" }
+out = { type = "file_output", path = "out.fifo", message_matcher = "TRUE" }
+]], port, tag))
+  end
+  rh.write_tagger(dir)
+  r.config("a")
+  local reader = rh.fifo_reader(dir)
+  r.proc = rh.start(dir, finally)
+  r.proc.also(function() os.execute("kill -9 " .. reader .. " 2>/dev/null") end)
+  assert(rh.wait_for(dir, "stderr", "listening on tcp://127.0.0.1"), run.read(dir .. "/stderr"))
+  os.execute("kill -STOP " .. reader)
+  rh.send(port, "['x %d %s' % (i, 'y' * 120) for i in range(1, 2001)]")
+  function r.go_on() os.execute("kill -CONT " .. reader) end
+  return r
+end
+
+-- The 2000 lines of held_output_run, tagged "a", are lines 1-2000.
+function rh.held_lines_arrived(lines)
+  for i = 1, 2000 do
+    if lines[i] ~= string.format("a x %d %s", i, ("y"):rep(120)) then return false end
+  end
+  return true
+end
+
 -- A TCP port free on 127.0.0.1 a moment ago.
 function rh.port()
   return tonumber(io.popen("python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); " ..

@@ -3,7 +3,8 @@
 -- both framings, lose nothing and keep their order; a message begun before
 -- a reload is ended after it; a pipeline that cannot be built gives the
 -- connections back to the one built instead; a listener removed ends its
--- connections as a stop does.
+-- connections as a stop does; a stop during a reload's drain ends them in
+-- the next pipeline, as a stop does.
 local run = dofile("spec/e2e/run.lua")
 local rh = dofile("spec/e2e/reload_harness.lua")
 local certs = dofile("spec/e2e/certs.lua")
@@ -173,5 +174,37 @@ out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
     assert.are.equal(0, rh.stop(r.proc), run.read(r.dir .. "/stderr"))
     assert.are.equal("a p one\n", run.read(r.dir .. "/out.log"))
     run.cleanup(r.dir)
+  end)
+
+  it("stops after a reload a stop signal came during: the connections carried end as at a stop", function()
+    local dir = run.tmpdir()
+    -- The reload's drain lasts until the output's reader goes on.
+    local held = rh.held_output_run(dir, finally)
+    -- A connection with a message begun, which the sender never ends.
+    local r = {dir = dir, endpoints = string.format("p=tcp:127.0.0.1:%d:lf", held.port)}
+    local split = sender(r, "split " .. run.quote(dir))
+    assert.truthy(ready(r))
+    held.config("b")
+    rh.signal(held.proc, "HUP")
+    assert.truthy(rh.wait_for(dir, "stderr", "SIGHUP: reloading"))
+    rh.signal(held.proc, "TERM")
+    assert.truthy(rh.wait_for(dir, "stderr", "SIGTERM: stopping once the reload is done"), run.read(dir .. "/stderr"))
+    held.go_on()
+    for _ = 1, 400 do
+      if run.read(dir .. "/status") then break end
+      os.execute("sleep 0.05")
+    end
+    local stderr = run.read(dir .. "/stderr")
+    assert.are.equal("0\n", run.read(dir .. "/status"), stderr)
+    run.write(dir .. "/go", "")
+    split:read("*a")
+    split:close()
+    assert.truthy(stderr:find("(its socket kept through the reload, with 1 connection)", 1, true), stderr)
+    local lines = run.lines(run.read(dir .. "/out.log"))
+    assert.are.equal(2001, #lines, stderr)
+    assert.truthy(rh.held_lines_arrived(lines))
+    -- Begun before the reload, ended by the next pipeline's stop.
+    assert.are.equal("b p one", lines[2001])
+    run.cleanup(dir)
   end)
 end)

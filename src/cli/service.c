@@ -46,6 +46,9 @@ typedef struct service {
   /* A reload asked while one was under way: it follows once the new
    * pipeline runs, so the last change made is the one that runs. */
   const char *again;
+  /* A stop signal that came during a reload: the next pipeline stops as
+   * soon as it runs (pipeline.h: pipeline_stop_for_reload). */
+  const char *stop_after;
   pipeline *pl;
   http_endpoint *http;
   char *http_address;        /* the endpoint's, to see it change */
@@ -60,6 +63,12 @@ static void on_started(void *ud)
 {
   service *svc = ud;
 
+  if (svc->stop_after) {
+    const char *why = svc->stop_after;
+    svc->stop_after = NULL;
+    pipeline_stop_signal(svc->pl, why);
+    return;
+  }
   systemd_notifyf("READY=1\nSTATUS=running: %zu inputs",
                   pipeline_snapshot(svc->pl)->ninputs);
   if (svc->again) {
@@ -73,12 +82,10 @@ static void on_stopping(void *ud, const char *why)
 {
   service *svc = ud;
 
-  /* A stop wins over a reload under way, and one asked after it. */
+  /* A stop wins over a reload asked after the one under way; the one
+   * under way goes on, for the stop to end what it hands on. */
   svc->again = NULL;
-  if (svc->reloading) {
-    svc->reloading = false;
-    config_free(&svc->next);
-  }
+  if (svc->reloading) svc->stop_after = why ? why : "a stop";
   systemd_notifyf("STOPPING=1\nSTATUS=stopping%s%s", why ? ": " : "",
                   why ? why : "");
 }
@@ -195,6 +202,10 @@ static void reload(service *svc, const char *why)
 {
   char err[2048];
 
+  if (svc->stop_after) {
+    log_msg("%s: the run is stopping; not reloading", why);
+    return;
+  }
   /* One at a time: one asked meanwhile follows it (on_started). */
   if (svc->reloading || !svc->pl) {
     if (!svc->again)
@@ -378,6 +389,7 @@ int service_run(const char *path, config *cfg)
   /* The inputs may also have just ended: systemd hears the stop either way. */
   systemd_notify("STOPPING=1");
   pipeline_reload_finish();
+  systemd_listen_drop_kept(); /* a reload's, when no pipeline took them */
   remove_pid_file(svc.cfg.pid_file);
   http_endpoint_close(svc.http);
   free(svc.http_address);

@@ -460,11 +460,13 @@ static void on_deadline(uv_timer_t *t)
  * owner hears of a stop (hooks.stopping), but not of a reload's. */
 static void pipeline_stop(pipeline *pl, const char *why)
 {
-  if (pl->stopping && pl->reloading && why) {
-    /* A stop signal while a reload stops the run: the run ends for good. */
-    pl->reloading = false;
-    for (size_t i = 0; i < pl->nfilters; i++) pl->filters[i].kept = false;
-    log_msg("%s: stopping; the reload is abandoned", why);
+  if (pl->stopping && pl->reloading && why && !pl->stop_after_reload) {
+    /* A stop signal while a reload stops the run: the reload goes on, and
+     * the owner stops the next pipeline once it runs, so that what this
+     * one handed on (sandboxes, sockets, connections with a message
+     * begun) is ended there as a stop ends it, not lost. */
+    pl->stop_after_reload = true;
+    log_msg("%s: stopping once the reload is done", why);
     if (pl->hooks.stopping) pl->hooks.stopping(pl->hooks.ud, why);
     return;
   }
@@ -488,6 +490,11 @@ static void pipeline_stop(pipeline *pl, const char *why)
 static void on_stop_signal(void *ud, const char *signame)
 {
   pipeline_stop(ud, signame);
+}
+
+void pipeline_stop_signal(pipeline *pl, const char *signame)
+{
+  pipeline_stop(pl, signame);
 }
 
 static void reopen(output_sink *o)

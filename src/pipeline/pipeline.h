@@ -125,9 +125,14 @@ void pipeline_reopen(pipeline *pl);
  * owner hears no `stopping`, and the sandboxes of the plugins `next`
  * keeps unchanged outlive the run for the next pipeline to take (its
  * filters get no last timer_event, keeping what they hold). False when
- * the run is stopping already. A stop signal that comes after it makes
- * the stop a stop (hooks.stopping), sandboxes and all. */
+ * the run is stopping already. A stop signal that comes after it is told
+ * to the owner (hooks.stopping), and the reload goes on: the owner stops
+ * the next pipeline once it has started (pipeline_stop_signal), which
+ * ends what this one handed on as a stop ends it. A second one stops this
+ * run now, as at a stop. */
 bool pipeline_stop_for_reload(pipeline *pl, const config *next);
+/* Stops the run as the stop signal signame does. */
+void pipeline_stop_signal(pipeline *pl, const char *signame);
 /* After the pipeline that follows a reload was built (or failed to be):
  * destroys the kept sandboxes it did not take; returns how many it took. */
 size_t pipeline_reload_finish(void);

@@ -126,6 +126,7 @@ struct pipeline {
    * filters marked kept get no last timer_event, and listeners hand their
    * sockets on (pl_input_handing_over). */
   bool reloading;
+  bool stop_after_reload;    /* a stop signal came during the reload */
   const config *next;        /* the reload's, while the inputs stop */
   pl_input *inputs;
   size_t ninputs, running;
