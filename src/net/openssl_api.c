@@ -1,34 +1,26 @@
 /* openssl_api.c - see openssl_api.h. */
 #include "openssl_api.h"
 
-#include <dlfcn.h>
 #include <stdbool.h>
-#include <stdio.h>
 
-/* OpenSSL 3's ABI, as Debian 12's libssl3 has it; libssl brings libcrypto. */
-#define LIBSSL "libssl.so.3"
+#include "lib_load.h"
 
 openssl_api ossl;
-static bool loaded;
+
+#define OPENSSL_API_NAME(f) #f,
+#define OPENSSL_API_SLOT(f) (void **)&ossl.f,
+static const char *const names[] = {OPENSSL_API(OPENSSL_API_NAME)};
+static void **const slots[] = {OPENSSL_API(OPENSSL_API_SLOT)};
 
 int openssl_api_load(char *err, size_t errlen)
 {
-  void *lib;
+  static bool loaded;
 
-  if (loaded) return 0;
-  if (!(lib = dlopen(LIBSSL, RTLD_NOW | RTLD_LOCAL))) {
-    snprintf(err, errlen, "cannot load %s (Debian's libssl3): %s", LIBSSL,
-             dlerror());
+  /* OpenSSL 3's ABI, as Debian 12's libssl3 has it; libssl brings
+   * libcrypto. */
+  if (!loaded && lib_load("libssl.so.3", "libssl3", names, slots,
+                          sizeof names / sizeof *names, err, errlen) != 0)
     return -1;
-  }
-  /* dlsym gives an object pointer; POSIX lets it hold a function's. */
-#define OPENSSL_API_LOOKUP(f)                                               \
-  if (!(*(void **)&ossl.f = dlsym(lib, #f))) {                              \
-    snprintf(err, errlen, "%s has no %s", LIBSSL, #f);                      \
-    return -1;                                                              \
-  }
-  OPENSSL_API(OPENSSL_API_LOOKUP)
-#undef OPENSSL_API_LOOKUP
   loaded = true;
   return 0;
 }

@@ -5,8 +5,8 @@
  * Why not linked: libssl and libcrypto map about 1.7 MB of pages into
  * every lumberjit at start (their relocations alone touch them), a fifth
  * of an idle collector's RSS, TLS or not; an edge box's budget cannot
- * spare that. So the functions tls.c uses are looked up with dlopen/dlsym,
- * once, and called through `ossl`: ossl.SSL_read(ssl, buf, n). The
+ * spare that. So the functions tls.c uses are looked up by name, once
+ * (lib_load.h), and called through `ossl`: ossl.SSL_read(ssl, buf, n). The
  * headers still give every type and constant; their macros that stand for
  * a function (SSL_CTX_set_min_proto_version: SSL_CTX_ctrl) are written
  * out at the call, since the macro would name the symbol itself.

@@ -1,33 +1,24 @@
 /* kafka_api.c - see kafka_api.h. */
 #include "kafka_api.h"
 
-#include <dlfcn.h>
 #include <stdbool.h>
-#include <stdio.h>
 
-#define LIBRDKAFKA "librdkafka.so.1"
+#include "lib_load.h"
 
 kafka_api rdk;
-static bool loaded;
+
+#define KAFKA_API_NAME(f) #f,
+#define KAFKA_API_SLOT(f) (void **)&rdk.f,
+static const char *const names[] = {KAFKA_API(KAFKA_API_NAME)};
+static void **const slots[] = {KAFKA_API(KAFKA_API_SLOT)};
 
 int kafka_api_load(char *err, size_t errlen)
 {
-  void *lib;
+  static bool loaded;
 
-  if (loaded) return 0;
-  if (!(lib = dlopen(LIBRDKAFKA, RTLD_NOW | RTLD_LOCAL))) {
-    snprintf(err, errlen, "cannot load %s (Debian's librdkafka1): %s",
-             LIBRDKAFKA, dlerror());
+  if (!loaded && lib_load("librdkafka.so.1", "librdkafka1", names, slots,
+                          sizeof names / sizeof *names, err, errlen) != 0)
     return -1;
-  }
-  /* dlsym gives an object pointer; POSIX lets it hold a function's. */
-#define KAFKA_API_LOOKUP(f)                                                 \
-  if (!(*(void **)&rdk.f = dlsym(lib, #f))) {                               \
-    snprintf(err, errlen, "%s has no %s", LIBRDKAFKA, #f);                  \
-    return -1;                                                              \
-  }
-  KAFKA_API(KAFKA_API_LOOKUP)
-#undef KAFKA_API_LOOKUP
   loaded = true;
   return 0;
 }

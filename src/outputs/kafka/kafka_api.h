@@ -4,7 +4,7 @@
  * Why not linked: librdkafka brings liblz4, libzstd and libsasl2, and the
  * four map about 0.6 MB of pages into every lumberjit at start, kafka_output
  * or not, which the idle-RSS budget of an edge box cannot spare. So the
- * functions we use are looked up with dlopen/dlsym, once, and called
+ * functions we use are looked up by name, once (lib_load.h), and called
  * through `rdk`: rdk.rd_kafka_poll(rk, 0) for rd_kafka_poll(rk, 0). The
  * header still gives every type and the RD_KAFKA_V_* macros.
  */
