@@ -32,6 +32,9 @@
 
 struct syslog_carry {
   syslog_carried *first;
+  /* The kernel counts a socket's dropped datagrams from its making: the
+   * count the last listener reported, which the next one counts from. */
+  uint32_t drops;
 };
 
 /* Whether an input of the next configuration takes the listening socket. */
@@ -83,9 +86,11 @@ bool syslog_carry_hand_over(syslog_listener *l, int fd)
   syslog_carried **tail;
 
   if (!pl_input_handing_over(l->pi) || l->passed || fd < 0) return false;
-  if (l->readbuf && next_takes(l) && !(k = calloc(1, sizeof *k)))
-    log_warning("input '%s': out of memory: its connections end with the "
-                "reload", pl_input_name(l->pi));
+  if ((l->dgram || next_takes(l)) && !(k = calloc(1, sizeof *k)))
+    log_warning("input '%s': out of memory: %s", pl_input_name(l->pi),
+                l->dgram ? "the next run counts the kernel's drops on its "
+                           "socket from its making"
+                         : "its connections end with the reload");
   if (systemd_listen_keep(fd, k, syslog_carry_drop) != 0) {
     log_warning("input '%s': cannot keep its socket through the reload (%s): "
                 "closing it; the next listener binds its own",
@@ -94,7 +99,8 @@ bool syslog_carry_hand_over(syslog_listener *l, int fd)
     return false;
   }
   l->bound_path = false; /* its file stays with it */
-  if (!k) return true;
+  l->handing = l->dgram ? k : NULL;
+  if (!k || l->dgram) return true;
   tail = &k->first;
   for (syslog_conn *c = l->conns; c; c = c->next) {
     syslog_carried *e;
@@ -116,6 +122,7 @@ size_t syslog_carry_resume(syslog_listener *l)
 
   if (!k) return 0;
   l->carried = NULL;
+  l->drops_before = k->drops;
   while (k->first) {
     syslog_carried *e = k->first;
     k->first = e->next;
@@ -139,4 +146,10 @@ void syslog_carry_give_back(syslog_listener *l, int fd)
   if (systemd_listen_keep(fd, l->carried,
                           l->carried ? syslog_carry_drop : NULL) == 0)
     l->carried = NULL;
+}
+
+void syslog_carry_counted(syslog_listener *l, uint32_t drops)
+{
+  if (l->handing) l->handing->drops = drops;
+  l->handing = NULL;
 }

@@ -154,7 +154,7 @@ void syslog_dgram_count_drops(syslog_dgram *d)
   if (d->fd >= 0 &&
       getsockopt(d->fd, SOL_SOCKET, SO_MEMINFO, meminfo, &len) == 0 &&
       len > SK_MEMINFO_DROPS * sizeof meminfo[0])
-    d->l->dropped = meminfo[SK_MEMINFO_DROPS];
+    d->l->dropped = (uint32_t)(meminfo[SK_MEMINFO_DROPS] - d->l->drops_before);
 }
 
 static void take(syslog_dgram *d, struct mmsghdr *m)
@@ -280,6 +280,7 @@ void syslog_dgram_drain(syslog_dgram *d)
 static void release_socket(syslog_dgram *d)
 {
   syslog_dgram_count_drops(d);
+  syslog_carry_counted(d->l, d->l->drops_before + (uint32_t)d->l->dropped);
   if (d->fd >= 0) close(d->fd);
   d->fd = -1;
   if (d->l->bound_path) unlink(d->l->path);

@@ -77,6 +77,10 @@ typedef struct {
                                through a reload */
   syslog_carry *carried;    /* handed over: the last pipeline's open
                                connections, served from the start */
+  syslog_carry *handing;    /* handing its socket on: what goes with it,
+                               until the socket is closed here */
+  uint32_t drops_before;    /* the kernel's drops on the socket that the
+                               pipelines before counted */
   char address[128];        /* as configured, then as bound (real port) */
   tls_server *tls;
 
@@ -235,6 +239,9 @@ size_t syslog_carry_resume(syslog_listener *l);
 void syslog_carry_give_back(syslog_listener *l, int fd);
 /* Closes the connections no listener took, each logged. */
 void syslog_carry_drop(void *carry);
+/* The datagram socket handed on is closed here, having counted `drops`
+ * of the kernel's: the next listener counts from there. */
+void syslog_carry_counted(syslog_listener *l, uint32_t drops);
 
 /* syslog_dgram.c */
 int syslog_dgram_open(syslog_listener *l, const config_syslog *cfg,
