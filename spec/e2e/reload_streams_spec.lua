@@ -113,6 +113,22 @@ out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
     run.cleanup(r.dir)
   end)
 
+  it("goes through a storm of reloads, one asked every 5 ms, losing nothing", function()
+    local r = setup_run()
+    local flow = sender(r, "flow 2 300")
+    -- Signals that come while a pipeline is being built or started wait
+    -- for it to run; none may stop an input that has not started.
+    os.execute(string.format("cd %s && for i in $(seq 1 200); do echo \"-- $i\" >> config.lua; " ..
+      "kill -HUP %d; sleep 0.005; done", run.quote(r.dir), r.proc.pid))
+    local sent = cjson.decode(flow:read("*a"))
+    flow:close()
+    check_flow(r, sent)
+    local stderr = run.read(r.dir .. "/stderr")
+    assert.truthy(rh.count(stderr, "running the new configuration") >= 1, stderr)
+    assert.is_nil(stderr:find("warn", 1, true), stderr)
+    run.cleanup(r.dir)
+  end)
+
   it("ends a message begun before a reload after it, with the new decoder", function()
     local r = setup_run()
     local split = sender(r, "split " .. run.quote(r.dir))

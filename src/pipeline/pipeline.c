@@ -855,7 +855,6 @@ int pipeline_run(pipeline *pl)
   char err[512];
   signals_handler sh = {on_stop_signal, on_reload_signal, on_reopen_signal, pl};
 
-  signals_set_handler(&sh);
   run_stats_start(&pl->stats);
   if (pl->stats_interval_ms) {
     uv_timer_start(&pl->stats_timer, on_stats_timer, pl->stats_interval_ms,
@@ -895,6 +894,10 @@ int pipeline_run(pipeline *pl)
     pl->running++;
   }
   if (pl->hooks.started) pl->hooks.started(pl->hooks.ud);
+  /* Only now: a stop or reload signal that came before (during a reload,
+   * between two pipelines) stops inputs that have started, which an
+   * input's stop expects; signals.c held it until here. */
+  signals_set_handler(&sh);
   /* The loop ends when every input has finished and no output waits. */
   do {
     uv_run(pl->loop, UV_RUN_DEFAULT);
