@@ -33,8 +33,8 @@ end
 -- limit = seconds before it is killed }. Returns { dir, port, control }.
 function f.proxy(dir, target, opts)
   opts = opts or {}
-  local p = { dir = dir, port = opts.port or receiver.free_port("tcp"),
-    control = receiver.free_port("tcp") }
+  local port, control = run.free_ports(2)
+  local p = { dir = dir, port = opts.port or port, control = control }
   h.spawn(dir, "proxy", string.format("python3 %s --listen %d --target %d --dir %s --control %d --seed %d --chaos %d",
     run.quote(run.root .. "/spec/e2e/flaky_proxy.py"), p.port, target, run.quote(dir), p.control,
     opts.seed or 1, opts.chaos or 0), opts.limit or 900)

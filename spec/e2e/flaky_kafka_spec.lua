@@ -30,7 +30,7 @@ describe("kafka_output through a flaky uplink", function()
 
   setup(function()
     dir = h.tmpdir()
-    local port = receiver.free_port("tcp")
+    local port = receiver.free_port()
     b = k.start{ advertised_port = port }
     p = f.proxy(dir, b.port, { port = port, seed = f.seed(), limit = 1800 })
     k.create_topic(b, "flaky", 1)

@@ -70,28 +70,6 @@ local function wait_until(ready, seconds)
   return ready()
 end
 
--- Two free TCP ports on 127.0.0.1 (the client and controller listeners),
--- from below the ephemeral range (32768 and up), so that an outgoing
--- connection cannot be holding one when a stopped broker restarts on it.
-local function free_ports()
-  local p = io.popen([[timeout -s KILL 10 python3 -c '
-import random, socket
-held = []
-while len(held) < 2:
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", random.randint(20000, 32767)))
-        held.append(s)
-    except OSError:
-        s.close()
-print(*[s.getsockname()[1] for s in held])
-']])
-  local port, controller = p:read("*a"):match("(%d+) (%d+)")
-  p:close()
-  assert(port, "could not find free ports")
-  return tonumber(port), tonumber(controller)
-end
-
 -- KRaft in one process. 4.x names the controllers to contact with
 -- controller.quorum.bootstrap.servers (a dynamic quorum, formatted with
 -- --standalone) instead of the static controller.quorum.voters. The
@@ -203,7 +181,7 @@ end
 function k.start(opts)
   opts = opts or {}
   local b = { dir = run.tmpdir(), limit = opts.limit or 900, start_seconds = opts.start_seconds or 90 }
-  b.port, b.controller_port = free_ports()
+  b.port, b.controller_port = run.free_ports(2)
   b.bootstrap = "127.0.0.1:" .. b.port
   run.write(b.dir .. "/server.properties", server_properties(b, opts))
   local _, ok, err = capture(b, java(TOOL_JVM, b.dir .. "/tools.log", "kafka.tools.StorageTool",

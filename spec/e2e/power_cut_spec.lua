@@ -35,14 +35,6 @@ local ROUNDS = tonumber(os.getenv("POWER_CUT_ROUNDS") or (run.asan_runtime() and
 local SEED = tonumber(os.getenv("POWER_CUT_SEED") or "1")
 local LINES = 3000
 
-local function free_port()
-  local p = io.popen("python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); "
-    .. "print(s.getsockname()[1])'")
-  local port = tonumber(p:read("*l"))
-  p:close()
-  return port
-end
-
 -- A receiver that appends each whole line a connection sends to out.log.
 local RECEIVER = [[
 import socket, sys, threading
@@ -84,7 +76,7 @@ local totals = { rounds = 0, lost = 0, arrived = 0, duplicates = 0, segment_repa
 local function round(seed)
   math.randomseed(seed)
   local dir = h.tmpdir()
-  local port = free_port()
+  local port = run.free_ports()
   local expected = {}
   for i = 1, LINES do
     expected[i] = string.format("pc%d %06d %s", seed, i, string.rep("x", math.random(0, 120)))

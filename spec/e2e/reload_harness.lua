@@ -136,10 +136,9 @@ function rh.held_lines_arrived(lines)
   return true
 end
 
--- A TCP port free on 127.0.0.1 a moment ago.
+-- A TCP port free on 127.0.0.1 now (run.free_ports).
 function rh.port()
-  return tonumber(io.popen("python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); " ..
-    "print(s.getsockname()[1])\""):read("*l"))
+  return (run.free_ports())
 end
 
 return rh

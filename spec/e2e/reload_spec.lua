@@ -50,7 +50,7 @@ out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
     rh.write_tagger(dir)
     config("a")
     local proc = start(dir)
-    assert.truthy(wait_for(dir, "stderr", "listening on tcp://127.0.0.1"))
+    assert.truthy(wait_for(dir, "stderr", "listening on tcp://127.0.0.1"), run.read(dir .. "/stderr"))
     local sender = io.popen(string.format("python3 %s %d %d 3 2000", run.quote(run.root ..
       "/spec/e2e/reload_sockets.py"), udp, tcp))
     for i, tag in ipairs{"b", "c", "d"} do

@@ -24,7 +24,8 @@ describe("reload with stream connections open", function()
   -- tagging each message with `tag`; `more` is added to the config.
   local function setup_run()
     local dir = run.tmpdir()
-    local r = {dir = dir, tcp = rh.port(), tls = rh.port(), udp = rh.port(), unix = dir .. "/s.sock"}
+    local r = {dir = dir, unix = dir .. "/s.sock"}
+    r.tcp, r.tls, r.udp = run.free_ports(3)
     function r.config(tag, more)
       run.write(dir .. "/config.lua", string.format([[
 lumberjit = { state_dir = "state" }

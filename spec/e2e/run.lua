@@ -106,6 +106,33 @@ function run.asan_runtime()
   return path ~= "" and path or nil
 end
 
+-- n distinct ports (default 1) free on 127.0.0.1 for TCP and UDP now,
+-- from below the ephemeral range (32768 and up): the kernel's pick (port
+-- 0) is from that range, where an outgoing connection of any process can
+-- take it as its own end before the spec's listener binds it ("address
+-- already in use").
+function run.free_ports(n)
+  local p = io.popen(string.format([[timeout -s KILL 10 python3 -c '
+import random, socket
+ports = set()
+while len(ports) < %d:
+    port = random.randint(20000, 32767)
+    try:
+        for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+            with socket.socket(socket.AF_INET, kind) as s:
+                s.bind(("127.0.0.1", port))
+        ports.add(port)
+    except OSError:
+        pass
+print(*ports)
+']], n or 1))
+  local out = {}
+  for port in p:read("*a"):gmatch("%d+") do out[#out + 1] = tonumber(port) end
+  p:close()
+  assert(#out == (n or 1), "could not find free ports")
+  return (table.unpack or unpack)(out)
+end
+
 -- How many times the Lua pattern matches in text (nil: none).
 function run.count(text, pattern)
   local n = 0

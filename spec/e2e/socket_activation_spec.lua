@@ -22,11 +22,6 @@ local function it_activated(title, body)
   end)
 end
 
--- A port free on 127.0.0.1 for `kind` ("SOCK_STREAM", "SOCK_DGRAM") now.
-local function free_port(kind)
-  return tonumber(io.popen("python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket." .. kind
-    .. "); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'"):read("*l"))
-end
 
 local function listener(name, address)
   return string.format('%s = { type = "syslog_input", address = "%s", decoder = "rfc5424" }\n', name, address)
@@ -77,7 +72,7 @@ end
 
 describe("socket activation", function()
   it_activated("adopts the TCP, UDP and Unix sockets systemd passes, and closes with a warning one no input takes", function()
-    local tcp, udp, extra = free_port("SOCK_STREAM"), free_port("SOCK_DGRAM"), free_port("SOCK_STREAM")
+    local tcp, udp, extra = run.free_ports(3)
     local lj = activated(listener("tcp", "tcp://127.0.0.1:" .. tcp) .. listener("udp", "udp://127.0.0.1:" .. udp)
       .. listener("stream", "unix-stream:$DIR/stream.sock") .. listener("dgram", "unix:$DIR/dgram.sock"),
       { { "syslog-tcp", "127.0.0.1:" .. tcp }, { "syslog-stream", "$DIR/stream.sock" },
@@ -114,7 +109,7 @@ describe("socket activation", function()
   end)
 
   it_activated("binds an input's address that systemd did not pass, as without it", function()
-    local tcp, own = free_port("SOCK_STREAM"), free_port("SOCK_DGRAM")
+    local tcp, own = run.free_ports(2)
     local lj = activated(listener("tcp", "tcp://127.0.0.1:" .. tcp) .. listener("own", "udp://127.0.0.1:" .. own),
       { { "syslog-tcp", "127.0.0.1:" .. tcp } }, {})
     logger(lj.dir, "-d -n 127.0.0.1 -P " .. own, h.numbered("own", 5))
@@ -132,7 +127,7 @@ describe("socket activation and a reload", function()
   -- The next pipeline's input takes the socket again: lumberjit kept it,
   -- where binding the port itself could fail (514 without the capability).
   it_activated("goes on listening on the passed socket after a reload", function()
-    local tcp = free_port("SOCK_STREAM")
+    local tcp = run.free_ports()
     local lj = activated(listener("tcp", "tcp://127.0.0.1:" .. tcp), { { "syslog-tcp", "127.0.0.1:" .. tcp } }, {})
     logger(lj.dir, "-T -n 127.0.0.1 -P " .. tcp, h.numbered("before", 5))
     assert.is_true(h.wait_records(lj, 6), h.read(lj.dir .. "/lumberjit.err"))

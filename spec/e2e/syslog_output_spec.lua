@@ -108,7 +108,7 @@ describe("syslog_output to rsyslogd", function()
 
   it("over UDP, one datagram per record, too large ones dead-lettered", function()
     local dir = h.tmpdir()
-    local port = free_port("udp")
+    local port = free_port()
     write_lines(dir, 1, 1000, "wb")
     start_receiver(dir, { udp = port })
     -- rsyslogd logs once imudp listens; the first datagrams must not
@@ -163,7 +163,7 @@ describe("syslog_output to rsyslogd", function()
 
   it("waits for a receiver that is not up at the start", function()
     local dir = h.tmpdir()
-    local port = free_port("tcp")
+    local port = free_port()
     write_lines(dir, 1, 2000, "wb")
     start_lumberjit(dir, config('encoder = "rfc5424", address = "tcp://127.0.0.1:' .. port .. '"'))
     assert.truthy(wait_log(dir, "reconnecting with back%-off"), lumberjit_log(dir))
@@ -202,7 +202,7 @@ describe("syslog_output to rsyslogd", function()
 
   it("keeps records in the disk buffer across runs while the receiver is away", function()
     local dir = h.tmpdir()
-    local port = free_port("tcp")
+    local port = free_port()
     write_lines(dir, 1, 3000, "wb")
     local output = 'encoder = "rfc5424", address = "tcp://127.0.0.1:' .. port .. '", disk_buffer = { max_bytes = 33554432 }'
     start_lumberjit(dir, config(output))
@@ -229,7 +229,7 @@ describe("syslog_output to rsyslogd", function()
 
   it("holds the inputs when the disk buffer is full, and loses nothing", function()
     local dir = h.tmpdir()
-    local port = free_port("tcp")
+    local port = free_port()
     local n = 40000
     write_lines(dir, 1, n, "wb")
     -- The smallest memory budget: the queue fills soon after the disk

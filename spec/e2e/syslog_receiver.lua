@@ -16,13 +16,9 @@ local run = dofile("spec/e2e/run.lua")
 
 local CHECK = "/work/shared/check-records.py"
 
--- A port nothing listens on now (the kernel's pick, let go at once).
-local function free_port(kind)
-  local p = io.popen("python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_"
-    .. (kind == "udp" and "DGRAM" or "STREAM") .. "); s.bind((\"127.0.0.1\", 0)); print(s.getsockname()[1])'")
-  local port = tonumber(p:read("*l"))
-  p:close()
-  return port
+-- A port nothing listens on now, for TCP and UDP (run.free_ports).
+local function free_port()
+  return (run.free_ports())
 end
 
 local function receiver_config(dir, opts)
