@@ -9,9 +9,9 @@
  * then ended as frame_end says, and its socket is closed at once, so its
  * descriptor is free for the next connection. A reload may carry it to
  * the next pipeline instead (syslog_carry.c): its begun message goes with
- * it, and its socket stays open in the descriptor carried. Its timer is closed once
- * its source's jobs came back, and it frees itself and its source when
- * both handles are.
+ * it, and its socket stays open in the descriptor carried. Its timer is
+ * closed once its source's jobs came back, and it frees itself and its
+ * source when both handles are.
  *
  * Deadlines, each counted and logged at a bounded rate: a TLS handshake
  * not done within tls_handshake_timeout_ms, no whole message within
