@@ -19,6 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "check.h"
 #include "disk_queue.h"
 
@@ -531,7 +533,7 @@ static void test_foreign_files(void)
   /* A segment whose header is not ours (a power loss changed it, or a
    * newer format version) is moved aside, and the queue opens with the
    * others. */
-  const char *headers[] = {"NOTAQUEUEFILE", "LJDQ\2\0\0\0"};
+  const char *headers[] = {"NOTAQUEUEFILE", "LJDQ\3\0\0\0"};
   for (int i = 0; i < 2; i++) {
     size_t len = i ? 8 : 13;
     segment_path(path, sizeof path, f.dir, 7);
@@ -552,6 +554,52 @@ static void test_foreign_files(void)
   CHECK(dq_open(&q, path, 1 << 20, 4096, err, sizeof err) == -1);
   CHECK_CONTAINS(err, "plain-file");
   unlink(path);
+  finish(&f);
+}
+
+/* Version 1 segments, whose CRC is of the payload alone, are read, and
+ * appends go on in a new segment of version 2, whose CRC covers the
+ * length too: 8 zero bytes (a file a power loss extended with zeros) are
+ * then a torn tail, not an empty record. */
+static void test_format_versions(void)
+{
+  fixture f;
+  char path[600], rec[128], v1[64];
+  size_t n = 0, len = var_len(0);
+  uint32_t crc;
+  uint64_t id;
+
+  /* The queue is made empty, closed, and given a version 1 segment. */
+  start(&f, "versions", 1 << 20, 4096);
+  CHECK(dq_close(f.q) == 0);
+  make_record(0, len, rec);
+  memcpy(v1, "LJDQ\1\0\0\0", 8);
+  n = 8;
+  v1[n] = (char)len;
+  memset(v1 + n + 1, 0, 3);
+  crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)rec, (uInt)len);
+  for (int i = 0; i < 4; i++) v1[n + 4 + i] = (char)(crc >> (8 * i));
+  memcpy(v1 + n + 8, rec, len);
+  n += 8 + len;
+  segment_path(path, sizeof path, f.dir, 1);
+  write_file(path, v1, n);
+  f.q = open_q(f.dir, 1 << 20, 4096, false);
+  append_n(&f, 1, 2, 0);
+  for (unsigned i = 0; i < 3; i++) read_expect(&f, i, 0);
+  CHECK(nothing_unread(&f));
+  CHECK(count_segments(f.dir) == 2);
+  CHECK(read_file(path, v1, sizeof v1) == n); /* appended to no more */
+
+  /* Zeros after the records of a version 2 segment are cut as torn. */
+  CHECK(dq_close(f.q) == 0);
+  segment_path(path, sizeof path, f.dir, 2);
+  int fd = open(path, O_WRONLY | O_APPEND);
+  CHECK(fd >= 0 && write(fd, "\0\0\0\0\0\0\0\0", 8) == 8);
+  if (fd >= 0) close(fd);
+  f.q = open_q(f.dir, 1 << 20, 4096, true);
+  CHECK(stats(&f).torn_bytes == 8);
+  for (unsigned i = 0; i < 3; i++) dq_ack(f.q, read_expect(&f, i, 0));
+  CHECK(dq_read(f.q, &f.b, &id, err, sizeof err) == 0);
   finish(&f);
 }
 
@@ -676,14 +724,14 @@ static uint32_t rng(void)
   return rng_state;
 }
 
-/* One segment of random bytes: after a good header or not, with plausible
- * record lengths or not. */
+/* One segment of random bytes: after a good header (of either format
+ * version) or not, with plausible record lengths or not. */
 static size_t random_segment(char *out, size_t cap)
 {
   size_t n = rng() % cap, k = 0;
 
   if (rng() % 4 && n >= 8) {
-    memcpy(out, "LJDQ\1\0\0\0", 8);
+    memcpy(out, rng() % 2 ? "LJDQ\1\0\0\0" : "LJDQ\2\0\0\0", 8);
     k = 8;
   }
   while (k < n) {
@@ -795,6 +843,7 @@ int main(void)
   corrupt_middle(false);
   corrupt_middle(true);
   test_foreign_files();
+  test_format_versions();
   test_locked();
   test_rewind();
   test_large_records();

@@ -42,7 +42,10 @@
 
 #define SEG_HEADER 8          /* "LJDQ", the format version */
 #define REC_HEADER 8          /* length, CRC */
-#define FORMAT_VERSION 1
+/* Version 2: a record's CRC-32 covers its length field too, so that 8
+ * zero bytes (a file a power loss extended with zeros) are no record;
+ * version 1 took them for an empty one. Version 1 segments are read. */
+#define FORMAT_VERSION 2
 #define MIN_BYTES 64          /* for max_bytes and segment_bytes */
 #define WINDOW_BYTES (256u << 10)
 #define WRITE_BYTES (64u << 10) /* appends buffered before a write */
@@ -58,6 +61,7 @@
 
 typedef struct {
   uint64_t seq;
+  uint32_t version;    /* its format: 1 is read, never appended to */
   uint64_t size;       /* to the end of its last good record */
   uint64_t first_id;
   uint64_t nrecs;      /* its records from first_id on */
@@ -103,10 +107,19 @@ struct disk_queue {
   uint64_t drop_logged_ns, dropped_unlogged, segs_unlogged;
 };
 
-static void make_header(unsigned char *h)
+static void make_header(unsigned char *h, uint32_t version)
 {
   memcpy(h, "LJDQ", 4);
-  le_put(h + 4, FORMAT_VERSION, 4);
+  le_put(h + 4, version, 4);
+}
+
+/* A record's CRC-32: of its payload in version 1, of its length field and
+ * payload in version 2; *crc starts it, given the length field at len4. */
+static uLong record_crc_start(uint32_t version, const unsigned char *len4)
+{
+  uLong crc = crc32(0L, Z_NULL, 0);
+
+  return version >= 2 ? crc32(crc, len4, 4) : crc;
 }
 
 static void seg_name(char *name, uint64_t seq)
@@ -167,21 +180,23 @@ static const unsigned char *window_at(disk_queue *q, int fd, uint64_t seq,
   return (const unsigned char *)q->window;
 }
 
-/* Checks the record at off of segment seq (open on fd, end bytes long):
+/* Checks the record at off of segment s (open on fd, end bytes long):
  * its length stays in the file and its CRC matches. Its payload is
  * appended to into, unless NULL. 0: good, *len is its length; 1: bad; -1:
  * an I/O error or no memory (errno). */
-static int read_record(disk_queue *q, int fd, uint64_t seq, uint64_t off,
+static int read_record(disk_queue *q, int fd, const segment *s, uint64_t off,
                        uint64_t end, buf *into, uint32_t *len)
 {
   const unsigned char *p;
+  uint64_t seq = s->seq;
   uint32_t n, want;
-  uLong crc = crc32(0L, Z_NULL, 0);
+  uLong crc;
 
   if (end - off < REC_HEADER) return 1;
   if (!(p = window_at(q, fd, seq, off, REC_HEADER, end))) return errno ? -1 : 1;
   n = (uint32_t)le_get(p, 4);
   want = (uint32_t)le_get(p + 4, 4);
+  crc = record_crc_start(s->version, p);
   if (n > DQ_RECORD_MAX || n > end - off - REC_HEADER) return 1;
   if (into && !buf_reserve(into, n)) {
     errno = ENOMEM;
@@ -242,26 +257,29 @@ static int open_segment_file(disk_queue *q, uint64_t seq, int *fd,
   return -1;
 }
 
-/* Whether segment seq (open on fd, size bytes) starts with our header. 0:
- * it does; 1: it holds only a beginning of one (a crash cut its creation
- * short); 2: it does not (a power loss changed it: a segment is short
- * while its first appends go to the page its header is on; or a newer
- * lumberjit's format); -1: it cannot be read (err says why). */
+/* Whether segment seq (open on fd, size bytes) starts with a header of a
+ * format read here (*version says which). 0: it does; 1: it holds only a
+ * beginning of one (a crash cut its creation short); 2: it does not (a
+ * power loss changed it: a segment is short while its first appends go to
+ * the page its header is on; or a newer lumberjit's format); -1: it
+ * cannot be read (err says why). */
 static int check_header(disk_queue *q, uint64_t seq, int fd, uint64_t size,
-                        char *err, size_t errlen)
+                        uint32_t *version, char *err, size_t errlen)
 {
   unsigned char got[SEG_HEADER], want[SEG_HEADER];
   size_t n = size < SEG_HEADER ? (size_t)size : SEG_HEADER;
   char name[NAME_LEN];
 
   seg_name(name, seq);
-  make_header(want);
   if (pread(fd, got, n, 0) != (ssize_t)n) {
     snprintf(err, errlen, "disk queue %s: cannot read %s: %s", q->dir, name,
              strerror(errno));
     return -1;
   }
-  if (memcmp(got, want, n) == 0) return n < SEG_HEADER;
+  for (*version = FORMAT_VERSION; *version >= 1; (*version)--) {
+    make_header(want, *version);
+    if (memcmp(got, want, n) == 0) return n < SEG_HEADER;
+  }
   return 2;
 }
 
@@ -299,9 +317,10 @@ static int check_headers(disk_queue *q, uint64_t *seqs, size_t *n, char *err,
 
   for (size_t i = 0; i < *n; i++) {
     uint64_t size;
+    uint32_t version;
     int fd, rc;
     if (open_segment_file(q, seqs[i], &fd, &size, err, errlen) != 0) return -1;
-    rc = check_header(q, seqs[i], fd, size, err, errlen);
+    rc = check_header(q, seqs[i], fd, size, &version, err, errlen);
     close(fd);
     if (rc < 0) return -1;
     if (rc == 0) {
@@ -385,7 +404,7 @@ static int scan_segment(disk_queue *q, int fd, segment *s, uint64_t size,
   int rc = 0;
 
   while (off < size &&
-         (rc = read_record(q, fd, s->seq, off, size, NULL, &len)) == 0) {
+         (rc = read_record(q, fd, s, off, size, NULL, &len)) == 0) {
     all++;
     if (off >= *from) after++;
     off += REC_HEADER + len;
@@ -426,7 +445,9 @@ static int add_segment(disk_queue *q, uint64_t seq, uint64_t from, bool last,
   s = &q->segs[q->nsegs];
   s->seq = seq;
   s->first_id = q->end_id;
-  if (scan_segment(q, fd, s, size, &from, last, err, errlen) != 0) {
+  /* Its header was checked (check_headers): this reads its version. */
+  if (check_header(q, seq, fd, size, &s->version, err, errlen) != 0 ||
+      scan_segment(q, fd, s, size, &from, last, err, errlen) != 0) {
     close(fd);
     return -1;
   }
@@ -434,7 +455,9 @@ static int add_segment(disk_queue *q, uint64_t seq, uint64_t from, bool last,
   q->end_id += s->nrecs;
   q->bytes += s->size;
   if (q->nsegs == 1) q->cursor_off = q->r_off = from;
-  if (!last) {
+  /* Appends go to a segment of this format: a version 1 one stays as it
+   * is, and the next append starts a new segment. */
+  if (!last || s->version != FORMAT_VERSION) {
     close(fd);
   } else if (lseek(fd, (off_t)s->size, SEEK_SET) < 0) {
     snprintf(err, errlen, "disk queue %s: %s", q->dir, strerror(errno));
@@ -765,7 +788,7 @@ static dq_result new_segment(disk_queue *q, char *err, size_t errlen)
     q->wfd = -1;
   }
   seg_name(name, q->next_seq);
-  make_header(h);
+  make_header(h, FORMAT_VERSION);
   fd = openat(q->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return write_failure(q, "create", q->next_seq, errno, err, errlen);
   if (write_out(fd, (const char *)h, sizeof h) != sizeof h ||
@@ -775,7 +798,8 @@ static dq_result new_segment(disk_queue *q, char *err, size_t errlen)
     unlinkat(q->dirfd, name, 0);
     return write_failure(q, "create", q->next_seq, e, err, errlen);
   }
-  q->segs[q->nsegs++] = (segment){q->next_seq++, SEG_HEADER, q->end_id, 0};
+  q->segs[q->nsegs++] = (segment){q->next_seq++, FORMAT_VERSION, SEG_HEADER,
+                                  q->end_id, 0};
   q->wfd = fd;
   q->written = SEG_HEADER;
   q->unsynced = true;
@@ -891,7 +915,8 @@ dq_result dq_append(disk_queue *q, const void *data, size_t len, char *err,
       SEG_HEADER + need > q->max_bytes)
     return DQ_TOO_BIG;
   for (;;) {
-    roll = !q->nsegs || q->segs[q->nsegs - 1].size + need > q->segment_bytes;
+    roll = !q->nsegs || q->segs[q->nsegs - 1].version != FORMAT_VERSION ||
+           q->segs[q->nsegs - 1].size + need > q->segment_bytes;
     if (q->bytes + need + (roll ? SEG_HEADER : 0) <= q->max_bytes) break;
     if (!q->drop_oldest || q->nsegs < 2) return DQ_FULL;
     drop_head(q);
@@ -904,7 +929,8 @@ dq_result dq_append(disk_queue *q, const void *data, size_t len, char *err,
     return DQ_ERROR;
   }
   le_put(h, len, 4);
-  le_put(h + 4, crc32(crc32(0L, Z_NULL, 0), data, (uInt)len), 4);
+  le_put(h + 4, crc32(record_crc_start(FORMAT_VERSION, h), data, (uInt)len),
+         4);
   buf_append(&q->pending, h, sizeof h);
   buf_append(&q->pending, data, len);
   s = &q->segs[q->nsegs - 1];
@@ -980,7 +1006,7 @@ int dq_read(disk_queue *q, buf *into, uint64_t *id, char *err, size_t errlen)
   }
   buf_clear(into);
   rc = open_reader(q, s->seq);
-  if (rc == 0) rc = read_record(q, q->rfd, s->seq, q->r_off, s->size, into, &len);
+  if (rc == 0) rc = read_record(q, q->rfd, s, q->r_off, s->size, into, &len);
   if (rc != 0) {
     snprintf(err, errlen, "disk queue %s: segment %" PRIu64 ", offset %" PRIu64
              ": %s", q->dir, s->seq, q->r_off,

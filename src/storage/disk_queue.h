@@ -6,10 +6,11 @@
  * A queue is a directory (created with mode 0700 if missing) of
  * append-only segment files named by a 20-digit sequence number:
  *
- *   00000000000000000007.seg   "LJDQ", u32 format version (1)       8 bytes
+ *   00000000000000000007.seg   "LJDQ", u32 format version (2)       8 bytes
  *                              then records, back to back:
  *                              u32 payload length                   4 bytes
- *                              u32 CRC-32 of the payload (zlib's)   4 bytes
+ *                              u32 CRC-32 (zlib's) of the length    4 bytes
+ *                                  field and the payload
  *                              the payload
  *   cursor                     text: "lumberjit disk queue cursor 2",
  *                              "segment N", "offset N": where the first
@@ -17,6 +18,10 @@
  *                              the CRC-32 of those lines (version 1,
  *                              without it, is read too)
  *   lock                       empty: locked while a queue has it open
+ *
+ * Version 1 segments (the CRC of the payload alone, which 8 zero bytes
+ * pass as an empty record) are read, and never appended to: the next
+ * append starts a version 2 segment.
  *
  * Integers are little-endian. Records go to the last segment until one
  * would take it past segment_bytes; then a new segment is created (and
