@@ -113,8 +113,9 @@ static void make_header(unsigned char *h, uint32_t version)
   le_put(h + 4, version, 4);
 }
 
-/* A record's CRC-32: of its payload in version 1, of its length field and
- * payload in version 2; *crc starts it, given the length field at len4. */
+/* Where a record's CRC-32 starts, given its length field at len4: from
+ * nothing in version 1 (the payload's alone), from the length field in
+ * version 2 (the payload's follows). */
 static uLong record_crc_start(uint32_t version, const unsigned char *len4)
 {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -435,7 +436,7 @@ static int add_segment(disk_queue *q, uint64_t seq, uint64_t from, bool last,
 {
   segment *s;
   uint64_t size;
-  int fd;
+  int fd, rc;
 
   if (grow_segs(q) != 0) {
     snprintf(err, errlen, "out of memory");
@@ -446,8 +447,10 @@ static int add_segment(disk_queue *q, uint64_t seq, uint64_t from, bool last,
   s->seq = seq;
   s->first_id = q->end_id;
   /* Its header was checked (check_headers): this reads its version. */
-  if (check_header(q, seq, fd, size, &s->version, err, errlen) != 0 ||
-      scan_segment(q, fd, s, size, &from, last, err, errlen) != 0) {
+  if ((rc = check_header(q, seq, fd, size, &s->version, err, errlen)) > 0)
+    snprintf(err, errlen, "disk queue %s: segment %" PRIu64 " changed while "
+             "the queue opened", q->dir, seq);
+  if (rc != 0 || scan_segment(q, fd, s, size, &from, last, err, errlen) != 0) {
     close(fd);
     return -1;
   }
