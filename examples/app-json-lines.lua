@@ -39,7 +39,8 @@ debug_sample = {
   key = "Fields[req.id]",
 }
 
--- The sandbox cannot read the machine's name: the config gives it.
+-- Messages without a host name get this one (without `hostname`: this
+-- machine's name).
 enrich = {
   type = "filter",
   filename = "filters/add_hostname.lua",

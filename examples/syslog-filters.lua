@@ -23,8 +23,8 @@ syslog = {
   filename = "decoders/syslog.lua",   -- RFC 3164 or RFC 5424, each line as it comes
 }
 
--- Lines written without a host name (syslog(3) to /dev/log) get this one.
--- The sandbox cannot read the machine's name: write it here.
+-- Lines written without a host name (syslog(3) to /dev/log) get this one
+-- (without `hostname`: this machine's name).
 enrich = {
   type = "filter",
   filename = "filters/add_hostname.lua",

@@ -2,12 +2,11 @@
 -- this host's name, and adds static fields.
 --
 --   enrich = { type = "filter", filename = "filters/add_hostname.lua",
---              message_matcher = "TRUE", hostname = "web-3",
---              fields = { env = "prod", dc = "fra1" } }
+--              message_matcher = "TRUE", fields = { env = "prod", dc = "fra1" } }
 --
 -- Settings (read_config):
---   hostname  the name to set (required: the sandbox cannot read the
---             machine's name, so the config gives it)
+--   hostname  the name to set (default: this machine's name, which
+--             read_config("Hostname") gives)
 --   fields    fields to set on every message, name = string, number or
 --             boolean; they replace fields of the same name (default: none)
 --
@@ -17,9 +16,9 @@
 
 local message = require "message"
 
-local hostname = read_config("hostname")
+local hostname = read_config("hostname") or read_config("Hostname")
 if type(hostname) ~= "string" or hostname == "" then
-  error("setting hostname: the host's name is required (the sandbox cannot read it)")
+  error("setting hostname: a non-empty string expected, not " .. tostring(hostname))
 end
 local static = read_config("fields") or {}
 if type(static) ~= "table" then error("setting fields: a table of name = value expected") end

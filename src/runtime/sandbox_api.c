@@ -18,17 +18,28 @@
  * byte emitted counts against the output limit.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
 #include "sandbox_internal.h"
 
+/* read_config(key): the plugin's setting; "Hostname", unless the plugin
+ * sets it, is this machine's name, as Hindsight's read_config gives it
+ * (the sandbox cannot ask the system itself). */
 static int api_read_config(lua_State *L)
 {
+  char host[256];
+
   luaL_checkstring(L, 1);
   lua_getfield(L, LUA_REGISTRYINDEX, SANDBOX_SETTINGS_KEY);
   lua_pushvalue(L, 1);
   lua_rawget(L, -2);
+  if (lua_isnil(L, -1) && strcmp(lua_tostring(L, 1), "Hostname") == 0 &&
+      gethostname(host, sizeof host) == 0) {
+    host[sizeof host - 1] = '\0';
+    lua_pushstring(L, host);
+  }
   return 1;
 }
 
