@@ -141,7 +141,9 @@ out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
     local r = rh.held_output_run(dir, finally)
     r.config("b")
     signal(r.proc, "HUP")
-    assert.truthy(wait_for(dir, "stderr", "SIGHUP: reloading"))
+    -- Rewritten only once the first reload has read it.
+    assert.truthy(wait_for(dir, "stderr", "the new configuration is loaded and checked"),
+      run.read(dir .. "/stderr"))
     r.config("c")
     signal(r.proc, "HUP")
     assert.truthy(wait_for(dir, "stderr", "SIGHUP: a reload is under way; reloading again once it is done"),

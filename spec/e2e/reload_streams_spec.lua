@@ -203,7 +203,8 @@ out = { type = "file_output", path = "out.log", message_matcher = "TRUE" }
     assert.truthy(ready(r))
     held.config("b")
     rh.signal(held.proc, "HUP")
-    assert.truthy(rh.wait_for(dir, "stderr", "SIGHUP: reloading"))
+    assert.truthy(rh.wait_for(dir, "stderr", "the new configuration is loaded and checked"),
+      run.read(dir .. "/stderr"))
     rh.signal(held.proc, "TERM")
     assert.truthy(rh.wait_for(dir, "stderr", "SIGTERM: stopping once the reload is done"), run.read(dir .. "/stderr"))
     held.go_on()

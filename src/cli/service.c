@@ -243,6 +243,10 @@ static void reload(service *svc, const char *why)
     config_free(&svc->next);
     return;
   }
+  /* The files are read: what changes them from here on is the next
+   * reload's. The drain may take stop_timeout_ms. */
+  log_msg("reload: the new configuration is loaded and checked; the running "
+          "pipeline writes what it read, then gives way");
   svc->reloading = true;
 }
 
