@@ -128,6 +128,10 @@ write("fuzz_checkpoint", "two_blocks", b"\x00lumberjit checkpoint 2\n"
       b"input b\nfile relative.log\ndevice 3\ninode 4\n"
       b"fingerprint 64 0\noffset 99\n")
 write("fuzz_checkpoint", "not_ours", b"\x00lumberjit checkpoint 1\n")
+write("fuzz_checkpoint", "known_lines", b"\x00lumberjit checkpoint 4\n"
+      b"known in 0123456789abcdef\nknown other 0\ninput a\nfile x.log\n"
+      b"device 1\ninode 2\nfingerprint 0 cbf29ce484222325\noffset 5\n"
+      b"check 0\nend 1\n")
 
 # tls: [op] [flight] [offset] [seed] then bytes G (fuzz_tls.c): G alone to
 # a server or a client, or spliced into one flight of a real handshake.

@@ -203,4 +203,56 @@ describe("tail_input file identity", function()
     assert.matches("app.log.1 is a copy of", stderr)
     run.cleanup(dir)
   end)
+  -- A file closed as idle and then rewritten in place (truncated and
+  -- written again) to the very length read: only its mtime tells. Each
+  -- version was lost before (a status file rewritten every few minutes).
+  it("reads a file closed as idle again when it is rewritten to the length read", function()
+    local dir = h.setup({ "logs/status.log" }, { idle_close_ms = 300 })
+    local want = {}
+    run.write(dir .. "/logs/status.log", "")
+    h.start(dir)
+    for version = 1, 3 do
+      local lines = h.numbered("status version " .. version .. " line", 1, 20, 40)
+      run.write(dir .. "/logs/status.log", h.text(lines))
+      for _, l in ipairs(lines) do want[#want + 1] = l end
+      h.wait_lines(dir, #want)
+      h.sleep(0.8) -- closed as idle
+    end
+    assert.are.equal(0, h.stop(dir))
+    assert_whole_once(want, dir)
+    run.cleanup(dir)
+  end)
+
+  -- A run that ends with no file followed (none there yet, or all rotated
+  -- away) still names its input in the state file, so the next run takes
+  -- what it finds for files that came while lumberjit was down. Before,
+  -- the next run started them at their end: every line lost.
+  for _, case in ipairs({
+    { name = "the run before followed no file", before = nil },
+    { name = "the file the run before followed was deleted", before = "rm logs/app.log" },
+    { name = "the file the run before followed was moved away", before = "mkdir old && mv logs/app.log old/" },
+  }) do
+    it("reads from its head a file that came while lumberjit was down, " .. case.name, function()
+      local dir = h.setup({ "logs/*.log" })
+      local old = h.numbered("before line", 1, 5)
+      if case.before then run.write(dir .. "/logs/app.log", "") end
+      h.start(dir)
+      if case.before then
+        h.append(dir .. "/logs/app.log", h.text(old))
+        h.wait_lines(dir, 5)
+        h.sh(dir, case.before)
+        h.sleep(1.2) -- rotate_wait_ms (500): it is let go
+      end
+      assert.are.equal(0, h.stop(dir))
+      local new = h.numbered("came while down line", 1, 10)
+      run.write(dir .. "/logs/app.log", h.text(new))
+      h.start(dir)
+      local want = case.before and old or {}
+      for _, l in ipairs(new) do want[#want + 1] = l end
+      h.wait_lines(dir, #want)
+      assert.are.equal(0, h.stop(dir))
+      assert_whole_once(want, dir)
+      run.cleanup(dir)
+    end)
+  end
 end)

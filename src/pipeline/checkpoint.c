@@ -21,9 +21,12 @@ struct saved_file {
   checkpoint_window window;
 };
 
-/* An input the state file has blocks of. */
+/* An input that ran with this state_dir: the state file named it (a
+ * block, or a known line: it ran before, even with no file to follow), or
+ * it started in this run (checkpoint_know_input). */
 struct saved_input {
   struct saved_input *next;
+  bool saved;            /* named by the state file this run started with */
   char name[];
 };
 
@@ -67,11 +70,71 @@ static void free_saved(struct saved_file *f)
   }
 }
 
+static struct saved_input *find_input(const checkpoint_store *st,
+                                      const char *input)
+{
+  for (struct saved_input *i = st->inputs; i; i = i->next)
+    if (strcmp(i->name, input) == 0) return i;
+  return NULL;
+}
+
+/* Whether an earlier run of input saved a checkpoint. */
 static bool knew_input(const checkpoint_store *st, const char *input)
 {
-  for (const struct saved_input *i = st->inputs; i; i = i->next)
-    if (strcmp(i->name, input) == 0) return true;
-  return false;
+  const struct saved_input *i = find_input(st, input);
+
+  return i && i->saved;
+}
+
+/* Adds input to the inputs that ran, at the end (the state file keeps
+ * their order); false when it was there already, or out of memory. */
+static bool add_input(checkpoint_store *st, const char *input, bool saved)
+{
+  struct saved_input *i = find_input(st, input), **tail = &st->inputs;
+
+  if (i) {
+    i->saved = i->saved || saved;
+    return false;
+  }
+  if (!(i = malloc(sizeof *i + strlen(input) + 1))) return false;
+  i->next = NULL;
+  i->saved = saved;
+  strcpy(i->name, input);
+  while (*tail) tail = &(*tail)->next;
+  *tail = i;
+  return true;
+}
+
+void checkpoint_know_input(checkpoint_store *st, const char *input)
+{
+  if (st->state_file && add_input(st, input, false)) st->dirty = true;
+}
+
+/* A known line's text; -1 when the name does not fit a reader. */
+static int format_known(char *out, size_t cap, const char *input)
+{
+  int n = snprintf(out, cap, "known %s\n", input);
+
+  return n >= 0 && (size_t)n < cap && strlen(input) < 256 ? n : -1;
+}
+
+/* The known lines of version 4, after its first line: the inputs that
+ * ran, each with the hash of its text (as a block's check line). False
+ * at one that does not read back as written. */
+static bool read_known(checkpoint_store *st, FILE *in)
+{
+  char input[256], text[300];
+  unsigned long long check;
+  int n, got;
+
+  while ((got = fscanf(in, " known %255s %llx", input, &check)) == 2) {
+    if ((n = format_known(text, sizeof text, input)) < 0 ||
+        check != checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, text,
+                                            (size_t)n))
+      return false;
+    add_input(st, input, true);
+  }
+  return got == 0; /* the next line is no known line */
 }
 
 /* A block's window line, if it has one (the next line starts "input",
@@ -198,7 +261,7 @@ static bool read_end(FILE *in, int version, unsigned blocks)
   unsigned n;
   char c;
 
-  if (version == 3 && (fscanf(in, " end %u", &n) != 1 || n != blocks))
+  if (version >= 3 && (fscanf(in, " end %u", &n) != 1 || n != blocks))
     return false;
   return fscanf(in, " %c", &c) == EOF;
 }
@@ -237,25 +300,24 @@ static void read_state(checkpoint_store *st)
 
   if (!in) return;
   if (fscanf(in, "lumberjit checkpoint %d", &version) != 1 ||
-      (version != 2 && version != 3)) {
+      version < 2 || version > 4) {
+    note_damage(st, in, 0, 0);
+    fclose(in);
+    return;
+  }
+  if (version == 4 && !read_known(st, in)) {
     note_damage(st, in, 0, 0);
     fclose(in);
     return;
   }
   good_end = ftell(in);
-  while ((f = read_block(in, version == 3))) {
+  while ((f = read_block(in, version >= 3))) {
     struct stat sb;
     bool here = stat(f->path, &sb) == 0 &&
                 (unsigned long long)sb.st_dev == f->device &&
                 (unsigned long long)sb.st_ino == f->inode;
-    struct saved_input *known;
     blocks++;
-    if (!knew_input(st, f->input) &&
-        (known = malloc(sizeof *known + strlen(f->input) + 1))) {
-      strcpy(known->name, f->input);
-      known->next = st->inputs;
-      st->inputs = known;
-    }
+    add_input(st, f->input, true);
     good_end = ftell(in);
     if (here || find_renamed(st, f)) {
       *tail = f;
@@ -556,8 +618,15 @@ static bool write_block(FILE *out, const char *input, const char *path,
 static void write_state(const checkpoint_store *st, FILE *f)
 {
   unsigned blocks = 0;
+  char text[300];
+  int n;
 
-  fprintf(f, "lumberjit checkpoint 3\n");
+  fprintf(f, "lumberjit checkpoint 4\n");
+  for (const struct saved_input *i = st->inputs; i; i = i->next)
+    if ((n = format_known(text, sizeof text, i->name)) >= 0)
+      fprintf(f, "known %s %016" PRIx64 "\n", i->name,
+              checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, text,
+                                         (size_t)n));
   for (const checkpoint_source *s = st->sources; s; s = s->next) {
     checkpoint_window w = window_of(s);
     blocks += write_block(f, s->input, s->path, (unsigned long long)s->device,

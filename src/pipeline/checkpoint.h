@@ -19,10 +19,12 @@
  * tickets wait for older ones, so the offset only ever covers records that
  * are all done. Nothing per record is allocated: a ticket is per chunk.
  *
- * The state file (STATE_DIR/checkpoints) is text, one block per input and
- * file:
+ * The state file (STATE_DIR/checkpoints) is text: a known line per input
+ * that ran with it (with the hash of its text), then one block per input
+ * and file:
  *
- *   lumberjit checkpoint 3
+ *   lumberjit checkpoint 4
+ *   known app 5a3c9e0f7d21b864
  *   input app
  *   file /var/log/app.log
  *   device 2049
@@ -44,7 +46,9 @@
  * with the number of blocks: a file a power loss cut short or changed
  * (an SD card that tore or reordered its writes) keeps the blocks before
  * the damage, and the files of the rest are read from their head, logged
- * (duplicates, never a loss). Version 2 files, without checks, are read.
+ * (duplicates, never a loss). Version 3 files (without known lines: an
+ * input was known by its blocks alone, so a run that ended following no
+ * file forgot it) and version 2 files (without checks either) are read.
  * A resume needs the same device, inode, fingerprint and window and a file
  * at least as long as the offset; otherwise (rotated away, replaced,
  * truncated) the file is new to the input.
@@ -119,7 +123,7 @@ struct checkpoint_store {
   checkpoint_source *sources;
   checkpoint_source *retired; /* still holding tickets */
   struct saved_file *saved; /* read from the state file, not yet claimed */
-  struct saved_input *inputs; /* those the state file has blocks of */
+  struct saved_input *inputs; /* those that ran with this state_dir */
   bool dirty;            /* changed since the state file was written */
   unsigned failed_saves; /* since the state file was last written */
   bool damaged;          /* the state file was cut short or changed: the
@@ -131,6 +135,11 @@ struct checkpoint_store {
  * state directory cannot be used. */
 int checkpoint_store_open(checkpoint_store *st, const char *state_dir,
                           char *err, size_t errlen);
+/* input runs with this store: the state file names it from the next save
+ * on, so that a later run takes the files it finds at its start for new
+ * ones (they came while lumberjit was down), even when this run followed
+ * no file (an empty directory) or every file it followed went away. */
+void checkpoint_know_input(checkpoint_store *st, const char *input);
 /* Starts tracking, for `input`, the regular file open on fd (found at
  * path): *offset is its acknowledged offset from the state file if it is
  * the very file it was taken of, else 0 with *known false (and the

@@ -301,8 +301,12 @@ static void tail_source_finished(pl_input *pi, pl_source *src)
 {
   tail *t = pl_input_state(pi);
   tail_file *f = pl_source_data(src);
+  input *in = pl_source_reader(src);
+  struct stat sb;
 
-  f->offset = pl_source_reader(src)->done_offset;
+  f->offset = in->done_offset;
+  f->closed_mtime = fstat(in->fd, &sb) == 0 ? sb.st_mtim
+                                            : (struct timespec){0, 0};
   f->src = NULL;
   t->open_files--;
   t->fd_room++;

@@ -135,14 +135,18 @@ static bool excluded(const tail *t, const char *path)
 
 static void found_path(tail *t, const char *path, bool at_start);
 
-/* A closed file (idle), now sb: reopened when it grew; if it no longer
- * holds what was read, it was truncated: a new file to read. */
+/* A closed file (idle), now sb: reopened when it grew, or changed since
+ * it was closed (rewritten to the very length read: its mtime tells); if
+ * it no longer holds what was read, it was truncated: a new file to read. */
 static void look_at_closed(tail *t, tail_file *f, const struct stat *sb)
 {
   struct stat now;
   int fd;
 
-  if ((uint64_t)sb->st_size == f->sig.offset || !tail_may_open(t, f) ||
+  if (((uint64_t)sb->st_size == f->sig.offset &&
+       sb->st_mtim.tv_sec == f->closed_mtime.tv_sec &&
+       sb->st_mtim.tv_nsec == f->closed_mtime.tv_nsec) ||
+      !tail_may_open(t, f) ||
       (fd = tail_open_file(t, f, f->path, &now)) < 0)
     return;
   if (tail_signature_holds(&f->sig, fd, (uint64_t)now.st_size)) {
@@ -336,6 +340,7 @@ void tail_scan_start(tail *t)
   /* After a reload the files the scan finds are not where a run starts:
    * those without a checkpoint are new. */
   t->first_scan = !t->continues;
+  checkpoint_know_input(t->store, t->name);
   scan(t);
   uv_timer_start(&t->scan, on_scan_timer, t->cfg.scan_interval_ms,
                  t->cfg.scan_interval_ms);

@@ -28,6 +28,9 @@ typedef struct tail_file {
   tail_recent recent;      /* the last of them, while it is open */
   uint64_t offset;         /* where the next opening reads from */
   uint64_t size;           /* at the last look */
+  struct timespec closed_mtime; /* its mtime when it was closed: a file
+                              rewritten since to the length read is not
+                              the same (tail_scan.c: look_at_closed) */
   uint64_t changed_ms;     /* loop time it last grew */
   bool changed;            /* an inotify event came: read once the batch
                               of events is taken (tail_notify.c) */
