@@ -255,4 +255,25 @@ describe("tail_input file identity", function()
       run.cleanup(dir)
     end)
   end
+  -- A file that leaves the patterns while the events rest (read_interval_ms,
+  -- here 5 s, the scans a minute apart): rotated out and deleted half a
+  -- second after it came, under a fast writer's rotation. It was lost whole:
+  -- its creation was read once it was gone. The directories' events never
+  -- rest now, so it is opened when it comes, and read from that descriptor.
+  it("reads a file that came and went while the events rested", function()
+    local dir = h.setup({ "logs/other.log", "logs/app.log" },
+      { extra = ", read_interval_ms = 5000, scan_interval_ms = 60000" })
+    run.write(dir .. "/logs/other.log", "")
+    h.start(dir)
+    local lines = h.numbered("short-lived line", 1, 50, 40)
+    run.write(dir .. "/lines", h.text(lines))
+    -- A write to a followed file starts a rest; the file comes within it.
+    h.sh(dir, "echo 'other 1' >> logs/other.log; sleep 0.1; cp lines logs/app.log; sleep 0.5; "
+      .. "mv logs/app.log logs/app.log.1; sleep 0.1; rm logs/app.log.1")
+    table.insert(lines, 1, "other 1")
+    h.wait_lines(dir, #lines)
+    assert.are.equal(0, h.stop(dir))
+    assert_whole_once(lines, dir)
+    run.cleanup(dir)
+  end)
 end)

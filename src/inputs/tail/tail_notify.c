@@ -1,8 +1,8 @@
 /*
  * tail_notify.c - the inotify watches of a pipeline's tail_inputs: the
  * directories their patterns name (a file came, went or was renamed: a
- * scan) and the files they read (a file changed: read it), on one inotify
- * descriptor of the pipeline's (tail.h, "Finding files" and "Following").
+ * scan) and the files they read (a file changed: read it), on two inotify
+ * descriptors of the pipeline's (tail.h, "Finding files" and "Following").
  *
  * Why not libuv's uv_fs_event: it wakes the loop for every event, and a
  * directory's watch reports every write to every file in it. Writers that
@@ -15,6 +15,15 @@
  * kernel's queue and comes in the next batch: a lone line is read at once,
  * a busy file at most every read_interval_ms. A queue that overflowed
  * (IN_Q_OVERFLOW) has every file read and every directory scanned.
+ *
+ * The directories' events come on a descriptor of their own that never
+ * rests: a file that a pattern matches is opened the moment it is created
+ * (or moved in), and the descriptor held keeps it readable. Resting, a
+ * file that lived less than read_interval_ms there (rotated, then deleted
+ * or rotated out, under a fast writer) was gone before its event was
+ * read: every line of it lost. Files come rarely beside writes; what else
+ * the events ask for, a scan, waits for read_interval_ms as before, so a
+ * busy directory of files no pattern matches costs no more than it did.
  *
  * inotify gives one watch descriptor per inode, whoever asks: two
  * tail_inputs following one file, or naming one directory, share it, so
@@ -50,14 +59,22 @@ typedef struct {
   size_t ntails;
 } watch;
 
-struct tail_notify {
-  uv_loop_t *loop;
-  int fd;                    /* -1: none (its limit): the scans do it all */
+/* An inotify descriptor and its watches (a watch descriptor is its
+ * descriptor's). */
+typedef struct {
+  int fd;                    /* -1: none (its limit) */
   uv_poll_t poll;
-  uv_timer_t hold;           /* the descriptor rests between batches */
-  uint64_t interval_ms;      /* the tail_inputs' least read_interval_ms */
   watch *watches;            /* sorted by wd */
   size_t nwatches, cap;
+} watch_set;
+
+struct tail_notify {
+  uv_loop_t *loop;
+  watch_set files;           /* fd -1: none: the scans do it all */
+  watch_set dirs;            /* fd -1: none: files' takes the directories */
+  uv_timer_t hold;           /* the files' descriptor rests between batches */
+  int closing;               /* handles not yet closed */
+  uint64_t interval_ms;      /* the tail_inputs' least read_interval_ms */
   tail **tails;              /* started, not yet closed */
   size_t ntails;
   tail_file **changed;       /* files a batch said changed, to read */
@@ -71,48 +88,57 @@ static tail_notify **notify_of(tail *t)
 }
 
 /* The watch of wd, or where it would go (*at). */
-static watch *find(tail_notify *n, int wd, size_t *at)
+static watch *find(watch_set *ws, int wd, size_t *at)
 {
-  size_t lo = 0, hi = n->nwatches;
+  size_t lo = 0, hi = ws->nwatches;
 
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (n->watches[mid].wd < wd) lo = mid + 1;
+    if (ws->watches[mid].wd < wd) lo = mid + 1;
     else hi = mid;
   }
   if (at) *at = lo;
-  return lo < n->nwatches && n->watches[lo].wd == wd ? &n->watches[lo] : NULL;
+  return lo < ws->nwatches && ws->watches[lo].wd == wd ? &ws->watches[lo]
+                                                       : NULL;
 }
 
 /* The watch of wd, made if new; NULL when out of memory. */
-static watch *watch_of(tail_notify *n, int wd)
+static watch *watch_of(watch_set *ws, int wd)
 {
   size_t at;
-  watch *w = find(n, wd, &at);
+  watch *w = find(ws, wd, &at);
 
   if (w) return w;
-  if (n->nwatches == n->cap) {
-    size_t cap = n->cap ? 2 * n->cap : 64;
-    watch *p = realloc(n->watches, cap * sizeof *p);
+  if (ws->nwatches == ws->cap) {
+    size_t cap = ws->cap ? 2 * ws->cap : 64;
+    watch *p = realloc(ws->watches, cap * sizeof *p);
     if (!p) return NULL;
-    n->watches = p;
-    n->cap = cap;
+    ws->watches = p;
+    ws->cap = cap;
   }
-  memmove(n->watches + at + 1, n->watches + at,
-          (n->nwatches - at) * sizeof *n->watches);
-  n->nwatches++;
-  n->watches[at] = (watch){.wd = wd};
-  return &n->watches[at];
+  memmove(ws->watches + at + 1, ws->watches + at,
+          (ws->nwatches - at) * sizeof *ws->watches);
+  ws->nwatches++;
+  ws->watches[at] = (watch){.wd = wd};
+  return &ws->watches[at];
 }
 
-static void drop_watch(tail_notify *n, watch *w, bool remove)
+static void drop_watch(watch_set *ws, watch *w, bool remove)
 {
-  if (remove) inotify_rm_watch(n->fd, w->wd);
+  if (remove) inotify_rm_watch(ws->fd, w->wd);
   free(w->files);
   free(w->dir);
   free(w->tails);
-  memmove(w, w + 1, (size_t)(n->watches + n->nwatches - (w + 1)) * sizeof *w);
-  n->nwatches--;
+  memmove(w, w + 1,
+          (size_t)(ws->watches + ws->nwatches - (w + 1)) * sizeof *w);
+  ws->nwatches--;
+}
+
+/* Where the directories are watched: on their own descriptor, or on the
+ * files' when there is none. */
+static watch_set *dir_set(tail_notify *n)
+{
+  return n->dirs.fd >= 0 ? &n->dirs : &n->files;
 }
 
 static bool add_ptr(void ***list, size_t *len, void *p)
@@ -160,8 +186,25 @@ static void overflowed(tail_notify *n, uint64_t now)
   }
 }
 
-static void on_event(tail_notify *n, const struct inotify_event *e,
-                     uint64_t now)
+/* A directory's event: a file created or moved in is found now (a
+ * pattern of one of them matching it); the scan that sees what went or
+ * moved out comes once read_interval_ms is over (on the files'
+ * descriptor, resting, it came no sooner). */
+static void dir_event(tail_notify *n, watch *w, const struct inotify_event *e)
+{
+  char path[PATH_MAX];
+  bool named = e->len > 0 && (e->mask & (IN_CREATE | IN_MOVED_TO)) &&
+               snprintf(path, sizeof path, "%s/%s", w->dir, e->name) <
+                   (int)sizeof path;
+
+  for (size_t i = 0; i < w->ntails; i++) {
+    if (named) tail_found_created(w->tails[i], path);
+    tail_schedule_scan_within(w->tails[i], n->interval_ms);
+  }
+}
+
+static void on_event(tail_notify *n, watch_set *ws,
+                     const struct inotify_event *e, uint64_t now)
 {
   watch *w;
 
@@ -169,16 +212,16 @@ static void on_event(tail_notify *n, const struct inotify_event *e,
     overflowed(n, now);
     return;
   }
-  if (!(w = find(n, e->wd, NULL))) return; /* removed since */
+  if (!(w = find(ws, e->wd, NULL))) return; /* removed since */
   if (e->mask & IN_IGNORED) { /* the inode went, or was unmounted */
     for (size_t i = 0; i < w->nfiles; i++) tail_schedule_scan(w->files[i]->t);
     for (size_t i = 0; i < w->ntails; i++) tail_schedule_scan(w->tails[i]);
     for (size_t i = 0; i < w->nfiles; i++) w->files[i]->watched = false;
-    drop_watch(n, w, false);
+    drop_watch(ws, w, false);
     return;
   }
   if (w->dir) {
-    for (size_t i = 0; i < w->ntails; i++) tail_schedule_scan(w->tails[i]);
+    dir_event(n, w, e);
     return;
   }
   for (size_t i = 0; i < w->nfiles; i++) {
@@ -188,18 +231,18 @@ static void on_event(tail_notify *n, const struct inotify_event *e,
   }
 }
 
-/* Takes every event queued. */
-static void drain(tail_notify *n)
+/* Takes every event queued on ws's descriptor. */
+static void drain(tail_notify *n, watch_set *ws)
 {
   char events[16384]
       __attribute__((aligned(__alignof__(struct inotify_event))));
   uint64_t now = uv_now(n->loop);
   ssize_t len;
 
-  while ((len = read(n->fd, events, sizeof events)) > 0) {
+  while ((len = read(ws->fd, events, sizeof events)) > 0) {
     for (char *p = events; p < events + len;) {
       const struct inotify_event *e = (const struct inotify_event *)p;
-      on_event(n, e, now);
+      on_event(n, ws, e, now);
       p += sizeof *e + e->len;
     }
   }
@@ -229,7 +272,7 @@ static void on_rested(uv_timer_t *h)
 {
   tail_notify *n = h->data;
 
-  if (n->ntails > 0) uv_poll_start(&n->poll, UV_READABLE, on_readable);
+  if (n->ntails > 0) uv_poll_start(&n->files.poll, UV_READABLE, on_readable);
 }
 
 static void on_readable(uv_poll_t *h, int status, int events)
@@ -238,23 +281,44 @@ static void on_readable(uv_poll_t *h, int status, int events)
 
   (void)status;
   (void)events;
-  drain(n);
+  drain(n, &n->files);
   read_changed(n);
   if (n->interval_ms == 0) return;
-  uv_poll_stop(&n->poll);
+  uv_poll_stop(&n->files.poll);
   uv_timer_start(&n->hold, on_rested, n->interval_ms, 0);
+}
+
+/* The directories' descriptor never rests. What a created file's first
+ * reading finds is read at once; its changes come on the files'. */
+static void on_dir_readable(uv_poll_t *h, int status, int events)
+{
+  tail_notify *n = h->data;
+
+  (void)status;
+  (void)events;
+  drain(n, &n->dirs);
 }
 
 void tail_notify_flush(tail *t)
 {
   tail_notify *n = t->notify;
 
-  if (!n || n->fd < 0) return;
-  drain(n);
+  if (!n) return;
+  if (n->dirs.fd >= 0) drain(n, &n->dirs);
+  if (n->files.fd < 0) return;
+  drain(n, &n->files);
   read_changed(n);
 }
 
 /* ---- the descriptor ---- */
+
+static void open_set(tail_notify *n, watch_set *ws)
+{
+  ws->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (ws->fd < 0) return;
+  uv_poll_init(n->loop, &ws->poll, ws->fd);
+  ws->poll.data = n;
+}
 
 static tail_notify *open_notify(tail *t)
 {
@@ -266,14 +330,14 @@ static tail_notify *open_notify(tail *t)
   if (!(n = calloc(1, sizeof *n))) return NULL;
   n->loop = t->loop;
   n->interval_ms = READ_INTERVAL_UNSET;
-  n->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (n->fd < 0) {
+  open_set(n, &n->files);
+  if (n->files.fd < 0) {
+    n->dirs.fd = -1;
     log_warning("input '%s': no inotify descriptor (%s): files are found, "
                 "and read as they grow, at each scan (scan_interval_ms)",
                 t->name, strerror(errno));
   } else {
-    uv_poll_init(n->loop, &n->poll, n->fd);
-    n->poll.data = n;
+    open_set(n, &n->dirs); /* none (its limit): the files' takes them */
   }
   uv_timer_init(n->loop, &n->hold);
   n->hold.data = n;
@@ -281,23 +345,23 @@ static tail_notify *open_notify(tail *t)
   return n;
 }
 
-static void free_notify(uv_handle_t *h)
+static void free_set(watch_set *ws)
 {
-  tail_notify *n = h->data;
-
-  while (n->nwatches) drop_watch(n, &n->watches[n->nwatches - 1], false);
-  free(n->watches);
-  free(n->tails);
-  free(n->changed);
-  if (n->fd >= 0) close(n->fd);
-  free(n);
+  while (ws->nwatches) drop_watch(ws, &ws->watches[ws->nwatches - 1], false);
+  free(ws->watches);
+  if (ws->fd >= 0) close(ws->fd);
 }
 
-static void after_poll_closed(uv_handle_t *h)
+static void closed(uv_handle_t *h)
 {
   tail_notify *n = h->data;
 
-  uv_close((uv_handle_t *)&n->hold, free_notify);
+  if (--n->closing > 0) return;
+  free_set(&n->files);
+  free_set(&n->dirs);
+  free(n->tails);
+  free(n->changed);
+  free(n);
 }
 
 void tail_close_notify(void **state)
@@ -306,8 +370,16 @@ void tail_close_notify(void **state)
 
   *state = NULL;
   if (!n) return;
-  if (n->fd >= 0) uv_close((uv_handle_t *)&n->poll, after_poll_closed);
-  else uv_close((uv_handle_t *)&n->hold, free_notify);
+  n->closing = 1;
+  uv_close((uv_handle_t *)&n->hold, closed);
+  if (n->files.fd >= 0) {
+    n->closing++;
+    uv_close((uv_handle_t *)&n->files.poll, closed);
+  }
+  if (n->dirs.fd >= 0) {
+    n->closing++;
+    uv_close((uv_handle_t *)&n->dirs.poll, closed);
+  }
 }
 
 /* ---- what the tail_inputs watch ---- */
@@ -332,8 +404,8 @@ static void watch_dirs(tail_notify *n, tail *t)
     pattern_dir(*p, dir, sizeof dir);
     if (strpbrk(dir, "*?[")) continue;
     /* Not watched (missing, the limit): the timed scans find files. */
-    if ((wd = inotify_add_watch(n->fd, dir, DIR_EVENTS)) < 0) continue;
-    if (!(w = watch_of(n, wd))) continue;
+    if ((wd = inotify_add_watch(dir_set(n)->fd, dir, DIR_EVENTS)) < 0) continue;
+    if (!(w = watch_of(dir_set(n), wd))) continue;
     if (!w->dir && !(w->dir = strdup(dir))) continue;
     if (w->ntails > 0 && w->tails[w->ntails - 1] == t) continue;
     add_ptr((void ***)&w->tails, &w->ntails, t);
@@ -350,11 +422,14 @@ void tail_notify_start(tail *t)
     t->notify = NULL; /* out of memory: the scans do it */
     return;
   }
-  if (n->fd >= 0 && n->ntails == 1 && !uv_is_active((uv_handle_t *)&n->hold))
-    uv_poll_start(&n->poll, UV_READABLE, on_readable);
+  if (n->files.fd >= 0 && n->ntails == 1 &&
+      !uv_is_active((uv_handle_t *)&n->hold))
+    uv_poll_start(&n->files.poll, UV_READABLE, on_readable);
+  if (n->dirs.fd >= 0 && n->ntails == 1)
+    uv_poll_start(&n->dirs.poll, UV_READABLE, on_dir_readable);
   if (t->cfg.read_interval_ms < n->interval_ms)
     n->interval_ms = t->cfg.read_interval_ms;
-  if (n->fd >= 0) watch_dirs(n, t);
+  if (n->files.fd >= 0) watch_dirs(n, t);
 }
 
 void tail_notify_stop(tail *t)
@@ -362,18 +437,21 @@ void tail_notify_stop(tail *t)
   tail_notify *n = t->notify;
 
   if (!n) return;
+  watch_set *ds = dir_set(n);
+
   for (tail_file *f = t->files; f; f = f->next) tail_unwatch_file(f);
-  for (size_t i = n->nwatches; i-- > 0;) {
-    watch *w = &n->watches[i];
+  for (size_t i = ds->nwatches; i-- > 0;) {
+    watch *w = &ds->watches[i];
     if (!w->dir) continue;
     remove_ptr((void **)w->tails, &w->ntails, t);
-    if (w->ntails == 0) drop_watch(n, w, true);
+    if (w->ntails == 0) drop_watch(ds, w, true);
   }
   remove_ptr((void **)n->tails, &n->ntails, t);
   t->notify = NULL;
   if (n->ntails > 0) return;
   /* The last one stopped: nothing here may keep the loop running. */
-  if (n->fd >= 0) uv_poll_stop(&n->poll);
+  if (n->files.fd >= 0) uv_poll_stop(&n->files.poll);
+  if (n->dirs.fd >= 0) uv_poll_stop(&n->dirs.poll);
   uv_timer_stop(&n->hold);
 }
 
@@ -383,13 +461,13 @@ void tail_watch_file(tail_file *f)
   watch *w;
   int wd;
 
-  if (!n || n->fd < 0 || f->watched) return;
+  if (!n || n->files.fd < 0 || f->watched) return;
   /* No watch (inotify's limit reached): the scans still see it grow. */
-  if ((wd = inotify_add_watch(n->fd, f->path, FILE_EVENTS)) < 0) return;
+  if ((wd = inotify_add_watch(n->files.fd, f->path, FILE_EVENTS)) < 0) return;
   f->wd = wd;
-  if (!(w = watch_of(n, wd)) ||
+  if (!(w = watch_of(&n->files, wd)) ||
       !add_ptr((void ***)&w->files, &w->nfiles, f)) {
-    if (w && w->nfiles == 0 && !w->dir) drop_watch(n, w, true);
+    if (w && w->nfiles == 0 && !w->dir) drop_watch(&n->files, w, true);
     return;
   }
   f->watched = true;
@@ -406,7 +484,7 @@ void tail_unwatch_file(tail_file *f)
   }
   if (!f->watched) return;
   f->watched = false;
-  if (!n || !(w = find(n, f->wd, NULL))) return;
+  if (!n || !(w = find(&n->files, f->wd, NULL))) return;
   remove_ptr((void **)w->files, &w->nfiles, f);
-  if (w->nfiles == 0 && !w->dir) drop_watch(n, w, true);
+  if (w->nfiles == 0 && !w->dir) drop_watch(&n->files, w, true);
 }

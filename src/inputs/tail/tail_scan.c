@@ -324,6 +324,25 @@ void tail_schedule_scan(tail *t)
   uv_timer_start(&t->soon, on_scan_timer, 0, 0);
 }
 
+void tail_schedule_scan_within(tail *t, uint64_t ms)
+{
+  if (t->stopping || uv_is_active((uv_handle_t *)&t->soon)) return;
+  uv_timer_start(&t->soon, on_scan_timer, ms, 0);
+}
+
+/* Opened at once, not at the next scan: a file rotated away and deleted
+ * sooner would be lost whole. glob(3) lists no name that starts with a
+ * dot unless the pattern's does (FNM_PERIOD). */
+void tail_found_created(tail *t, const char *path)
+{
+  if (t->stopping) return;
+  for (char **p = t->cfg.paths; *p; p++)
+    if (fnmatch(*p, path, FNM_PATHNAME | FNM_PERIOD) == 0) {
+      found_path(t, path, false);
+      return;
+    }
+}
+
 void tail_found_truncated(tail *t, tail_file *f)
 {
   char *path = strdup(f->path);

@@ -114,6 +114,11 @@ void tail_log_truncated(const tail_file *f, const input *in);
 void tail_scan_start(tail *t);
 /* A scan as soon as the loop comes round (a file came, went or moved). */
 void tail_schedule_scan(tail *t);
+/* A scan within ms, unless one is due sooner (a directory's events). */
+void tail_schedule_scan_within(tail *t, uint64_t ms);
+/* A file inotify says came into a watched directory: found now if one
+ * of t's patterns matches it, as a scan would find it. */
+void tail_found_created(tail *t, const char *path);
 /* Forgets f: its watch, slot and checkpoint go. */
 void tail_free_file(tail *t, tail_file *f);
 /* f no longer holds what was read from it: it is forgotten (what it held
