@@ -6,7 +6,9 @@
  *   [0] framing (AUTO, OCTET_COUNTED, NEWLINE) and keep_cr
  *   [1] max: 1..40, or 1024
  *   [2..3] the seed of the cuts: the stream is fed in random reads of
- *          1..17 bytes, sometimes bigger, then frame_end.
+ *          1..17 bytes, sometimes bigger, then frame_end; and again in
+ *          the same reads, then frame_cut, which must give the same
+ *          bytes at the end, none of them as a whole message.
  * The events it gives (messages with their piece numbers, malformed bytes
  * with their reasons) must be exactly those of model(), which reads the
  * whole stream at once by frame.h's rules, in a few plain lines each.
@@ -213,6 +215,23 @@ static void events_free(events *e)
   buf_free(&e->bytes);
 }
 
+/* Feeds the stream in the random reads the seed makes. */
+static void feed(frame_reader *f, const frame_handler *h, const char *stream,
+                 size_t len)
+{
+  for (size_t at = 0; at < len;) {
+    size_t n = next() % 8 == 0 ? next() % 200 : 1 + next() % 17;
+    if (n > len - at) n = len - at;
+    /* Each read in a buffer of its own, so ASan sees a read past it. */
+    char *read = malloc(n ? n : 1);
+    if (!read) abort();
+    memcpy(read, stream + at, n);
+    frame_feed(f, read, n, h);
+    free(read);
+    at += n;
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (size < 4) return 0;
@@ -224,27 +243,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   size_t len = size - 4;
 
   frame_handler h = {on_message, on_malformed, NULL};
-  events got = {0}, want = {0};
+  events got = {0}, want = {0}, cut = {0};
   frame_reader f;
+  uint32_t seed = rng;
   h.ud = &got;
   frame_init(&f, mode, max, keep_cr);
-  for (size_t at = 0; at < len;) {
-    size_t n = next() % 8 == 0 ? next() % 200 : 1 + next() % 17;
-    if (n > len - at) n = len - at;
-    /* Each read in a buffer of its own, so ASan sees a read past it. */
-    char *read = malloc(n ? n : 1);
-    if (!read) abort();
-    memcpy(read, stream + at, n);
-    frame_feed(&f, read, n, &h);
-    free(read);
-    at += n;
-  }
+  feed(&f, &h, stream, len);
+  size_t before_end = got.n;
   frame_end(&f, &h);
   frame_free(&f);
   model(&want, mode, max, keep_cr, stream, len);
   same(&got, &want, "stream");
+
+  /* The same reads, then this side's cut: what frame_end handed on at the
+   * end comes again, byte for byte, but never as a whole message (pieces
+   * of an overlong one may still go, as they would have). */
+  rng = seed;
+  h.ud = &cut;
+  frame_init(&f, mode, max, keep_cr);
+  feed(&f, &h, stream, len);
+  if (cut.n != before_end) abort();
+  frame_cut(&f, &h, "cut here");
+  frame_free(&f);
+  size_t ended = 0, cut_bytes = 0;
+  for (size_t i = before_end; i < got.n; i++) ended += got.ev[i].len;
+  for (size_t i = before_end; i < cut.n; i++) {
+    if (!cut.ev[i].bad && cut.ev[i].piece == 0) {
+      fprintf(stderr, "frame_cut handed on a whole message\n");
+      abort();
+    }
+    cut_bytes += cut.ev[i].len;
+  }
+  if (ended != cut_bytes) {
+    fprintf(stderr, "frame_end gave %zu bytes at the end, frame_cut %zu\n",
+            ended, cut_bytes);
+    abort();
+  }
   events_free(&got);
   events_free(&want);
+  events_free(&cut);
 
   /* A datagram: one message without one trailing LF (and CR). */
   got = (events){0};

@@ -242,6 +242,51 @@ static void test_fuzz_findings(void)
         strcmp(g.text[1], "\r") == 0);
 }
 
+/* Feeds the stream in one read, then cuts it as this side's close does. */
+static void cut_after(framing mode, size_t max, const char *stream, got *g)
+{
+  frame_handler h = {on_message, on_malformed, g};
+  frame_reader f;
+
+  *g = (got){0};
+  frame_init(&f, mode, max, false);
+  frame_feed(&f, stream, strlen(stream), &h);
+  frame_cut(&f, &h, "closed here");
+  frame_free(&f);
+}
+
+/* This side ended the stream: a begun message is malformed, for why, and
+ * never a message (a whole one before it is). */
+static void test_cut(void)
+{
+  got g;
+
+  cut_after(FRAMING_NEWLINE, 100, "<13>a\n<13>half", &g);
+  CHECK(g.n == 2 && !g.bad[0] && strcmp(g.text[0], "<13>a") == 0);
+  CHECK(g.bad[1] && strcmp(g.text[1], "<13>half") == 0 &&
+        strcmp(g.reason[1], "closed here") == 0);
+  cut_after(FRAMING_AUTO, 100, "3 <1>10 <13>ab", &g);
+  CHECK(g.n == 2 && g.bad[1] && strcmp(g.text[1], "<13>ab") == 0 &&
+        strcmp(g.reason[1], "closed here (4 bytes short of a 10-byte frame)") == 0);
+  /* A count begun, and a count with no byte of its frame yet. */
+  cut_after(FRAMING_OCTET_COUNTED, 100, "3 <1>12", &g);
+  CHECK(g.n == 2 && g.bad[1] && strcmp(g.text[1], "12") == 0);
+  cut_after(FRAMING_OCTET_COUNTED, 100, "3 <1>12 ", &g);
+  CHECK(g.n == 2 && g.bad[1] && g.text[1][0] == '\0' &&
+        strstr(g.reason[1], "12 bytes short of a 12-byte frame"));
+  /* Garbage keeps its own reason. */
+  cut_after(FRAMING_OCTET_COUNTED, 100, "12x <13>a", &g);
+  CHECK(g.n == 1 && g.bad[0] && strstr(g.reason[0], "no space after"));
+  /* Pieces of an overlong message went on; the rest is cut. */
+  cut_after(FRAMING_NEWLINE, 4, "abcdefg", &g);
+  CHECK(g.n == 2 && !g.bad[0] && g.piece[0] == 1 &&
+        strcmp(g.text[0], "abcd") == 0 && g.bad[1] &&
+        strcmp(g.text[1], "efg") == 0);
+  /* Nothing begun: nothing. */
+  cut_after(FRAMING_NEWLINE, 100, "<13>a\n", &g);
+  CHECK(g.n == 1 && !g.bad[0]);
+}
+
 int main(void)
 {
   test_octet_counted();
@@ -252,5 +297,6 @@ int main(void)
   test_malformed();
   test_datagrams();
   test_fuzz_findings();
+  test_cut();
   return check_summary();
 }

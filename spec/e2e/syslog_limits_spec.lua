@@ -50,6 +50,26 @@ describe("syslog_input's limits", function()
     h.cleanup(lj.dir)
   end)
 
+  -- The peer did not end the message it began: its rest was coming when
+  -- this side closed. Before, the half was written as a whole message.
+  it("makes a message begun when idle_timeout_ms closes the connection a dead letter, never a record", function()
+    local lj = h.start('tcp = { type = "syslog_input", address = "tcp://127.0.0.1:0", idle_timeout_ms = 300 }\n'
+      .. output)
+    h.write(lj.dir .. "/msg", "<13>whole\n<13>first half|")
+    local out, ok = h.raw_client(lj.dir, "send " .. lj.address.tcp .. " msg --wait-close 10 --stay-open")
+    assert.is_true(ok, h.read(lj.dir .. "/client.err"))
+    assert.matches("closed by server", out)
+    local r = h.stop(lj)
+    assert.are.equal(0, r.status, r.stderr)
+    assert.are.same({ "<13>whole" }, h.values(r.records, "message"))
+    assert.are.equal(1, #r.dead, r.stderr)
+    assert.are.equal("<13>first half|", r.dead[1].payload)
+    assert.matches("^the connection was closed inside this message: silent for %d+ ms %(idle_timeout_ms%)$",
+      r.dead[1].reason)
+    assert.matches("1 dead%-letter records", r.stderr)
+    h.cleanup(lj.dir)
+  end)
+
   it("leaves out the sender and listener fields when they are set to false", function()
     local lj = h.start('udp = { type = "syslog_input", address = "udp://127.0.0.1:0",'
       .. ' sender_field = false, listener_field = "via" }\n' .. output)

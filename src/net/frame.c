@@ -257,6 +257,26 @@ void frame_end(frame_reader *f, const frame_handler *h)
   }
 }
 
+void frame_cut(frame_reader *f, const frame_handler *h, const char *why)
+{
+  size_t short_by = f->count, frame_len = f->frame_len;
+  int was = f->state;
+
+  if (was == FRAME_START) return;
+  if (was == FRAME_COUNT) count_was_text(f, h, FRAME_GARBAGE);
+  /* A CR held past max: the max bytes before it go as frame_end has it. */
+  while (f->held.len > f->max) hand_full(f, h);
+  if (was == FRAME_OCTETS)
+    snprintf(f->reason, sizeof f->reason, "%s (%zu bytes short of a %zu-byte "
+             "frame)", why, short_by, frame_len);
+  else if (was != FRAME_GARBAGE) /* garbage keeps why it is garbage */
+    snprintf(f->reason, sizeof f->reason, "%s", why);
+  f->state = FRAME_GARBAGE;
+  /* A begun frame with no bytes yet is reported too, by its reason. */
+  if (f->held.len == 0 && f->piece == 0) h->malformed(h->ud, "", 0, f->reason);
+  end_message(f, h, NULL, 0);
+}
+
 void frame_datagram(size_t max, bool keep_cr, const char *bytes, size_t len,
                     const frame_handler *h)
 {

@@ -56,7 +56,7 @@ typedef struct {
   size_t frame_len;      /* FRAME_OCTETS: the frame's whole count */
   buf held;              /* a message split across reads (< max bytes) */
   unsigned piece;        /* pieces of the current message handed on */
-  char reason[128];      /* FRAME_GARBAGE: why */
+  char reason[256];      /* FRAME_GARBAGE: why */
 } frame_reader;
 
 void frame_init(frame_reader *f, framing mode, size_t max, bool keep_cr);
@@ -67,6 +67,11 @@ void frame_feed(frame_reader *f, const char *bytes, size_t len,
 /* The stream ended: a last line without its LF is a message, a frame cut
  * short is malformed. */
 void frame_end(frame_reader *f, const frame_handler *h);
+/* The stream was cut on this side (a stop, a deadline, room made): a
+ * begun message, whose rest is not coming, is malformed with why (an
+ * octet-counted frame's says how short it is), never handed on as a
+ * message. */
+void frame_cut(frame_reader *f, const frame_handler *h, const char *why);
 /* A datagram is one message, without one trailing LF (nor the CR before
  * it, unless keep_cr); longer than max, it goes in pieces as above. */
 void frame_datagram(size_t max, bool keep_cr, const char *bytes, size_t len,

@@ -96,11 +96,14 @@ static bool evict(syslog_listener *l, const char *peer, uint64_t min_ms,
     if (!oldest) return false;
     syslog_conn_read_queued(oldest);
     if (!syslog_conn_silent(oldest)) continue;
+    char cut[160];
     syslog_tally_note(l, &l->evicted, "closed a silent connection from %s "
                       "(no message for %llu ms) to make room: %s",
                       oldest->label,
                       (unsigned long long)(now - oldest->waiting_since), why);
-    syslog_conn_drain(oldest);
+    snprintf(cut, sizeof cut, "the connection was closed inside this "
+             "message to make room: %s", why);
+    syslog_conn_drain(oldest, cut);
     return true;
   }
 }

@@ -5,9 +5,11 @@
  *
  * A connection ends when the peer closes, the session fails, a deadline
  * passes, it is closed to make room (syslog_accept.c), or the listener
- * stops (after reading what the kernel holds for it); its last message is
- * then ended as frame_end says, and its socket is closed at once, so its
- * descriptor is free for the next connection. A reload may carry it to
+ * stops (after reading what the kernel holds for it). A message the peer
+ * ended by closing is whole (frame_end); one begun when this side ended
+ * the connection is not, and goes to the dead letters with why
+ * (frame_cut): the rest of it was coming. Its socket is closed at once, so
+ * its descriptor is free for the next connection. A reload may carry it to
  * the next pipeline instead (syslog_carry.c): its begun message goes with
  * it, and its socket stays open in the descriptor carried. Its timer is
  * closed once its source's jobs came back, and it frees itself and its
@@ -157,8 +159,9 @@ static void close_socket(syslog_conn *c)
   uv_close(&c->h.handle, on_closed);
 }
 
-/* No more reading: the last message ends, the source finishes. */
-static void end(syslog_conn *c)
+/* No more reading: the last message ends (cut NULL: the peer ended the
+ * stream; else why this side did, inside it), the source finishes. */
+static void end(syslog_conn *c, const char *cut)
 {
   frame_handler h = {on_message, on_malformed, c};
   input *in = pl_source_reader(c->src);
@@ -168,7 +171,8 @@ static void end(syslog_conn *c)
   c->l->slots_taken--;
   uv_read_stop(&c->h.stream);
   uv_timer_stop(&c->deadline);
-  frame_end(&c->frame, &h);
+  if (cut) frame_cut(&c->frame, &h, cut);
+  else frame_end(&c->frame, &h);
   close_socket(c);
   pl_source_chunk_done(c->src);
   in->handler.finished(in->handler.ud, in, NULL);
@@ -178,7 +182,17 @@ static void end_logged(syslog_conn *c, const char *why)
 {
   log_warning("input '%s': connection from %s: %s", pl_input_name(c->l->pi), c->label,
           why);
-  end(c);
+  end(c, "the connection failed inside this message: the rest of it never "
+         "came");
+}
+
+/* After take refused bytes: the peer closed the TLS session (its last
+ * message is whole), or the session failed inside it. */
+static void end_taken(syslog_conn *c)
+{
+  end(c, tls_session_closed(c->tls) ? NULL
+                                    : "the TLS session failed inside this "
+                                      "message: the rest of it never came");
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
@@ -195,9 +209,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 
   if (nread > 0) {
     if (take(c, b->base, (size_t)nread)) pl_source_chunk_done(c->src);
-    else end(c);
+    else end_taken(c);
   } else if (nread == UV_EOF || nread == UV_ECONNRESET) {
-    end(c); /* a reset loses nothing read: it was framed already */
+    end(c, NULL); /* a reset loses nothing read: it was framed already */
   } else if (nread < 0) {
     end_logged(c, uv_strerror((int)nread));
   }
@@ -234,6 +248,7 @@ static void on_deadline(uv_timer_t *t)
   syslog_conn *c = t->data;
   syslog_listener *l = c->l;
   uint64_t now = uv_now(loop_of(c)), waited = now - c->waiting_since;
+  char why[160];
 
   if (c->ended || c->held) return; /* resuming arms it again */
   if (c->tls && !tls_session_ready(c->tls) && l->tls_handshake_timeout_ms &&
@@ -242,22 +257,31 @@ static void on_deadline(uv_timer_t *t)
                       "no TLS handshake within tls_handshake_timeout_ms "
                       "(%llu)", c->label,
                       (unsigned long long)l->tls_handshake_timeout_ms);
+    snprintf(why, sizeof why, "no TLS handshake within "
+             "tls_handshake_timeout_ms (%llu)",
+             (unsigned long long)l->tls_handshake_timeout_ms);
   } else if (!c->spoke && l->first_message_timeout_ms &&
              waited >= l->first_message_timeout_ms) {
     syslog_tally_note(l, &l->message_late, "closed a connection from %s: "
                       "no whole message within first_message_timeout_ms "
                       "(%llu)", c->label,
                       (unsigned long long)l->first_message_timeout_ms);
+    snprintf(why, sizeof why, "the connection was closed inside this "
+             "message: it was not whole within first_message_timeout_ms "
+             "(%llu)", (unsigned long long)l->first_message_timeout_ms);
   } else if (c->spoke && l->idle_timeout_ms &&
              now - c->last_read >= l->idle_timeout_ms) {
     syslog_tally_note(l, &l->idle_closed, "closed a connection from %s: "
                       "silent for %llu ms (idle_timeout_ms)", c->label,
                       (unsigned long long)(now - c->last_read));
+    snprintf(why, sizeof why, "the connection was closed inside this "
+             "message: silent for %llu ms (idle_timeout_ms)",
+             (unsigned long long)(now - c->last_read));
   } else {
     arm_deadline(c);
     return;
   }
-  end(c);
+  end(c, why);
 }
 
 /* Its source finished: the connection is let go. */
@@ -373,7 +397,7 @@ syslog_carried *syslog_conn_carry(syslog_conn *c)
   /* Its begun message goes on with it: ending c hands on nothing. */
   c->tls = NULL;
   frame_init(&c->frame, l->framing, l->max_line, l->keep_cr);
-  end(c);
+  end(c, NULL);
   return e;
 }
 
@@ -417,16 +441,17 @@ void syslog_conn_read_queued(syslog_conn *c)
       ssize_t n = recv(fd, c->l->readbuf, want, MSG_DONTWAIT);
       if (n <= 0) break;
       if (!take(c, c->l->readbuf, (size_t)n)) {
-        end(c);
+        end_taken(c);
         return;
       }
       queued -= (int)n;
     }
-  if (recv(fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) == 0) end(c); /* closed */
+  if (recv(fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+    end(c, NULL); /* closed */
 }
 
-void syslog_conn_drain(syslog_conn *c)
+void syslog_conn_drain(syslog_conn *c, const char *why)
 {
   syslog_conn_read_queued(c);
-  end(c);
+  end(c, why);
 }

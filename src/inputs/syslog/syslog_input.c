@@ -254,7 +254,8 @@ static bool end_quiet_connections(syslog_listener *l)
   for (syslog_conn *c = l->conns; c; c = c->next) {
     if (c->ended) continue;
     if (late || syslog_conn_quiet(c, now, SYSLOG_STOP_QUIET_MS))
-      syslog_conn_drain(c);
+      syslog_conn_drain(c, "the run stopped inside this message: the rest "
+                           "of it was not read");
     else
       open = true;
   }

@@ -193,8 +193,8 @@ void syslog_conn_hold(syslog_conn *c, bool hold);
  * peer has closed. */
 void syslog_conn_read_queued(syslog_conn *c);
 /* Stopping, or closing it to make room: reads what the kernel holds, then
- * ends the connection. */
-void syslog_conn_drain(syslog_conn *c);
+ * ends the connection; a message begun then is a dead letter, for why. */
+void syslog_conn_drain(syslog_conn *c, const char *why);
 /* Whether it has read nothing for ms (held connections are not quiet:
  * they have more to read). */
 bool syslog_conn_quiet(const syslog_conn *c, uint64_t now, uint64_t ms);
