@@ -557,6 +557,26 @@ static void test_foreign_files(void)
   finish(&f);
 }
 
+/* A queue below directories that do not exist yet (a disk_buffer below a
+ * state_dir the same start makes later) makes them. */
+static void test_missing_parents(void)
+{
+  fixture f;
+
+  memset(&f, 0, sizeof f);
+  snprintf(f.dir, sizeof f.dir, "%s/state/spool/out", root);
+  f.q = open_q(f.dir, 1 << 20, 4096, false);
+  append_n(&f, 0, 3, 0);
+  reopen(&f, 1 << 20, 4096, false);
+  for (unsigned i = 0; i < 3; i++) read_expect(&f, i, 0);
+  CHECK(nothing_unread(&f));
+  finish(&f);
+  snprintf(f.dir, sizeof f.dir, "%s/state/spool", root);
+  CHECK(rmdir(f.dir) == 0);
+  snprintf(f.dir, sizeof f.dir, "%s/state", root);
+  CHECK(rmdir(f.dir) == 0);
+}
+
 /* Version 1 segments, whose CRC is of the payload alone, are read, and
  * appends go on in a new segment of version 2, whose CRC covers the
  * length too: 8 zero bytes (a file a power loss extended with zeros) are
@@ -849,6 +869,7 @@ int main(void)
   test_large_records();
   test_partial_write();
   test_garbage();
+  test_missing_parents();
   test_million();
   rmdir(root);
   return check_summary();

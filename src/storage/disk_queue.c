@@ -497,16 +497,38 @@ static int sync_parent(const char *dir)
   return rc;
 }
 
+/* Makes dir and the parents it lacks, as mkdir -p does (a disk_buffer
+ * below a state_dir that the same start makes later), each new one synced
+ * in its parent; 0, or -1 with errno and *what the step that failed. */
+static int make_dirs(const char *dir, const char **what)
+{
+  char *path = strdup(dir);
+  int rc = 0;
+
+  if (!path) return -1;
+  for (char *p = path + 1; rc == 0; p++) {
+    char c = *p;
+    if (c != '/' && c != '\0') continue;
+    *p = '\0';
+    if (mkdir(path, 0700) == 0) {
+      *what = "sync the parent of";
+      rc = sync_parent(path);
+    } else if (errno != EEXIST) {
+      *what = "create";
+      rc = -1;
+    }
+    *p = c;
+    if (c == '\0') break;
+  }
+  free(path);
+  return rc;
+}
+
 static int open_dir(disk_queue *q, char *err, size_t errlen)
 {
   const char *what = "create";
 
-  if (mkdir(q->dir, 0700) == 0) {
-    what = "sync the parent of";
-    if (sync_parent(q->dir) != 0) goto fail;
-  } else if (errno != EEXIST) {
-    goto fail;
-  }
+  if (make_dirs(q->dir, &what) != 0) goto fail;
   what = "open";
   q->dirfd = open(q->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (q->dirfd >= 0) return 0;
