@@ -32,6 +32,10 @@ static const family input_families[] = {
    "Pieces of overlong records cut off.", IN(truncated), ALL},
   {"lumberjit_input_dead_letter_records_total", "counter",
    "The input's records sent to the dead-letter path.", IN(dead), ALL},
+  {"lumberjit_input_dead_letter_pieces_total", "counter",
+   "Dead letters of the pieces of its records longer than max_line "
+   "(long_lines = dead_letter); each such record counts once in "
+   "lumberjit_input_dead_letter_records_total.", IN(dead_pieces), ALL},
   {"lumberjit_input_messages_total", "counter",
    "Messages made of the input's records (by its decoder).", IN(messages),
    ALL},

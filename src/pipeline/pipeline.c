@@ -271,6 +271,7 @@ void pipeline_add_counts(pipeline *pl, pl_input *pi, const router_counts *c)
     pi->overlong += c->overlong;
     pi->truncated += c->truncated;
     pi->dead += c->dead;
+    pi->dead_pieces += c->dead_pieces;
     pi->messages += c->messages;
     pi->empty += c->empty;
   }
@@ -677,7 +678,8 @@ const pipeline_stats *pipeline_snapshot(pipeline *pl)
     const pl_input *pi = &pl->inputs[i];
     st->inputs[i] = (pipeline_input_stats){
       .name = pi->name, .records = pi->records, .overlong = pi->overlong,
-      .truncated = pi->truncated, .dead = pi->dead, .messages = pi->messages,
+      .truncated = pi->truncated, .dead = pi->dead,
+      .dead_pieces = pi->dead_pieces, .messages = pi->messages,
       .empty = pi->empty};
     st->inputs[i].counters = pi->kind->counters
         ? pi->kind->counters((pl_input *)pi, st->inputs[i].values) : NULL;
@@ -799,11 +801,15 @@ static void log_summary(pipeline *pl)
 
   for (size_t i = 0; i < st->ninputs; i++) {
     const pipeline_input_stats *in = &st->inputs[i];
+    char pieces[64] = "";
+    if (in->dead_pieces)
+      snprintf(pieces, sizeof pieces, " (overlong ones in %" PRIu64 " pieces)",
+               in->dead_pieces);
     log_msg("input '%s': %" PRIu64 " records (%" PRIu64 " longer than "
             "max_line, %" PRIu64 " pieces truncated), %" PRIu64 " dead-letter "
-            "records; %" PRIu64 " messages made of them, %" PRIu64 " records "
+            "records%s; %" PRIu64 " messages made of them, %" PRIu64 " records "
             "made none", in->name, in->records, in->overlong, in->truncated,
-            in->dead, in->messages, in->empty);
+            in->dead, pieces, in->messages, in->empty);
     if (in->counters) log_counters(in);
   }
   for (size_t i = 0; i < st->nfilters; i++) {

@@ -25,6 +25,8 @@ typedef struct pipeline pipeline;
 typedef struct pipeline_input_stats {
   const char *name;
   uint64_t records, overlong, truncated, dead;
+  uint64_t dead_pieces;   /* the dead letters of its overlong records'
+                             pieces (each such record counts once in dead) */
   /* Messages its decoder made of its records (without a decoder, one a
    * record), and the records it made none of: records = records that
    * made messages + empty + dead. */

@@ -250,7 +250,8 @@ bool router_long_piece_goes_on(const router_input *ri, router_counts *c,
     char reason[128];
     snprintf(reason, sizeof reason, "line longer than max_line (%zu bytes): "
              "piece %u", ri->max_line, piece);
-    c->dead++;
+    c->dead += piece == 1; /* a record, however many pieces */
+    c->dead_pieces++;
     dead_letter_write(dl, "input", ri->name, reason, o);
     return false;
   }

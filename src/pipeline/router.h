@@ -62,6 +62,9 @@ typedef struct {
 typedef struct {
   uint64_t records, overlong; /* of the input; overlong: lines cut */
   uint64_t dead;             /* the input's records dead-lettered */
+  uint64_t dead_pieces;      /* the pieces of its long lines dead-lettered
+                                (long_lines = dead_letter; dead counts
+                                each such line once) */
   uint64_t messages;         /* made of its records (by its decoder) */
   uint64_t empty;            /* records its decoder made no message of */
   uint64_t truncated;        /* pieces of long lines dropped (truncate) */

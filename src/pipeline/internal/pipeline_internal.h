@@ -97,7 +97,7 @@ struct pl_input {
   bool passthrough;          /* its records skip the workers (passthrough.h) */
   bool done;                 /* read all it will; jobs came back */
   /* Counted by the jobs that came back. */
-  uint64_t records, overlong, truncated, dead;
+  uint64_t records, overlong, truncated, dead, dead_pieces;
   uint64_t messages, empty;  /* made of its records; records that made none */
   char failure[512];         /* why it failed to start or read; "": not */
 };
