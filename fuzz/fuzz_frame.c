@@ -242,7 +242,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   const char *stream = (const char *)data + 4;
   size_t len = size - 4;
 
-  frame_handler h = {on_message, on_malformed, NULL};
+  frame_handler h = {on_message, on_malformed, NULL, NULL};
   events got = {0}, want = {0}, cut = {0};
   frame_reader f;
   uint32_t seed = rng;

@@ -17,6 +17,7 @@ typedef struct {
   bool bad[MAX_OUT];
   char reason[MAX_OUT][128];
   int n;
+  int empty;             /* frames of no bytes */
 } got;
 
 static void on_message(void *ud, const char *bytes, size_t len, unsigned piece)
@@ -43,12 +44,17 @@ static void on_malformed(void *ud, const char *bytes, size_t len,
   g->n++;
 }
 
+static void on_empty(void *ud)
+{
+  ((got *)ud)->empty++;
+}
+
 /* Feeds the stream whole, then again one byte at a time: both must give
  * the same frames. Returns the byte-at-a-time result in *g. */
 static void frames_cr(framing mode, size_t max, bool keep_cr,
                       const char *stream, bool end, got *g)
 {
-  frame_handler h = {on_message, on_malformed, NULL};
+  frame_handler h = {on_message, on_malformed, NULL, on_empty};
   got whole = {0};
   frame_reader f;
 
@@ -64,7 +70,7 @@ static void frames_cr(framing mode, size_t max, bool keep_cr,
   for (size_t i = 0; stream[i]; i++) frame_feed(&f, &stream[i], 1, &h);
   if (end) frame_end(&f, &h);
   frame_free(&f);
-  CHECK(whole.n == g->n);
+  CHECK(whole.n == g->n && whole.empty == g->empty);
   for (int i = 0; i < whole.n && i < MAX_OUT; i++)
     CHECK(strcmp(whole.text[i], g->text[i]) == 0 &&
           whole.piece[i] == g->piece[i] && whole.bad[i] == g->bad[i]);
@@ -206,7 +212,7 @@ static void test_malformed(void)
 
 static void test_datagrams(void)
 {
-  frame_handler h = {on_message, on_malformed, NULL};
+  frame_handler h = {on_message, on_malformed, NULL, on_empty};
   got g = {0};
 
   h.ud = &g;
@@ -242,10 +248,28 @@ static void test_fuzz_findings(void)
         strcmp(g.text[1], "\r") == 0);
 }
 
+/* Frames of no bytes are no messages, but are counted. */
+static void test_empty(void)
+{
+  frame_handler h = {on_message, on_malformed, NULL, on_empty};
+  got g;
+
+  frames(FRAMING_NEWLINE, 100, "a\n\n\r\nb\n", true, &g);
+  CHECK(g.n == 2 && g.empty == 2);
+  frames(FRAMING_OCTET_COUNTED, 100, "1 \n2 \r\n3 <1>", true, &g);
+  CHECK(g.n == 1 && g.empty == 2 && strcmp(g.text[0], "<1>") == 0);
+  g = (got){0};
+  h.ud = &g;
+  frame_datagram(100, false, "", 0, &h);
+  frame_datagram(100, false, "\n", 1, &h);
+  frame_datagram(100, false, "x", 1, &h);
+  CHECK(g.n == 1 && g.empty == 2);
+}
+
 /* Feeds the stream in one read, then cuts it as this side's close does. */
 static void cut_after(framing mode, size_t max, const char *stream, got *g)
 {
-  frame_handler h = {on_message, on_malformed, g};
+  frame_handler h = {on_message, on_malformed, g, on_empty};
   frame_reader f;
 
   *g = (got){0};
@@ -298,5 +322,6 @@ int main(void)
   test_datagrams();
   test_fuzz_findings();
   test_cut();
+  test_empty();
   return check_summary();
 }

@@ -185,6 +185,7 @@ local COUNTERS = {
   message_late = "closed past first_message_timeout_ms", idle = "closed idle",
   tls_failed = "failed TLS sessions", malformed_frames = "malformed frames",
   malformed_datagrams = "malformed datagrams", dropped = "datagrams dropped by the kernel",
+  empty = "empty frames", empty_datagrams = "empty datagrams",
 }
 
 -- The counters of input `name` in the summary, by the keys of COUNTERS

@@ -55,7 +55,7 @@ describe("syslog_input's limits", function()
   it("makes a message begun when idle_timeout_ms closes the connection a dead letter, never a record", function()
     local lj = h.start('tcp = { type = "syslog_input", address = "tcp://127.0.0.1:0", idle_timeout_ms = 300 }\n'
       .. output)
-    h.write(lj.dir .. "/msg", "<13>whole\n<13>first half|")
+    h.write(lj.dir .. "/msg", "<13>whole\n\n\r\n<13>first half|")
     local out, ok = h.raw_client(lj.dir, "send " .. lj.address.tcp .. " msg --wait-close 10 --stay-open")
     assert.is_true(ok, h.read(lj.dir .. "/client.err"))
     assert.matches("closed by server", out)
@@ -67,6 +67,8 @@ describe("syslog_input's limits", function()
     assert.matches("^the connection was closed inside this message: silent for %d+ ms %(idle_timeout_ms%)$",
       r.dead[1].reason)
     assert.matches("1 dead%-letter records", r.stderr)
+    -- The empty lines were no messages, but counted.
+    assert.are.equal(2, h.summary(r.stderr, "tcp").empty)
     h.cleanup(lj.dir)
   end)
 

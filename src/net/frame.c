@@ -85,6 +85,7 @@ static void end_message(frame_reader *f, const frame_handler *h,
   if (f->held.len == 0 && f->piece == 0 && len <= f->max) {
     if (len > 0 && garbage) h->malformed(h->ud, bytes, len, f->reason);
     else if (len > 0) h->message(h->ud, bytes, len, 0);
+    else if (!garbage && h->empty) h->empty(h->ud);
   } else {
     add(f, h, bytes, len);
     while (f->held.len > f->max) hand_full(f, h); /* a CR past max */
@@ -284,7 +285,10 @@ void frame_datagram(size_t max, bool keep_cr, const char *bytes, size_t len,
     len--;
     if (!keep_cr && len > 0 && bytes[len - 1] == '\r') len--;
   }
-  if (len == 0) return;
+  if (len == 0) {
+    if (h->empty) h->empty(h->ud);
+    return;
+  }
   if (len <= max) {
     h->message(h->ud, bytes, len, 0);
     return;

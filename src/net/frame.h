@@ -43,6 +43,9 @@ typedef struct {
   void (*malformed)(void *ud, const char *bytes, size_t len,
                     const char *reason);
   void *ud;
+  /* A frame with no bytes (a lone LF, "0 ", an empty datagram): no
+   * message, but the caller may count it; NULL: not told. */
+  void (*empty)(void *ud);
 } frame_handler;
 
 typedef struct {

@@ -67,10 +67,17 @@ static void on_malformed(void *ud, const char *bytes, size_t len,
                    reason);
 }
 
+static void on_empty(void *ud)
+{
+  syslog_conn *c = ud;
+
+  c->l->empty++;
+}
+
 static void on_plain(void *ud, const char *bytes, size_t len)
 {
   syslog_conn *c = ud;
-  frame_handler h = {on_message, on_malformed, c};
+  frame_handler h = {on_message, on_malformed, c, on_empty};
 
   frame_feed(&c->frame, bytes, len, &h);
 }
@@ -112,7 +119,7 @@ static void send_tls(syslog_conn *c)
 /* Bytes from the peer; false when the connection cannot go on. */
 static bool take(syslog_conn *c, const char *bytes, size_t len)
 {
-  frame_handler h = {on_message, on_malformed, c};
+  frame_handler h = {on_message, on_malformed, c, on_empty};
   char why[512];
   int rc;
 
@@ -163,7 +170,7 @@ static void close_socket(syslog_conn *c)
  * stream; else why this side did, inside it), the source finishes. */
 static void end(syslog_conn *c, const char *cut)
 {
-  frame_handler h = {on_message, on_malformed, c};
+  frame_handler h = {on_message, on_malformed, c, on_empty};
   input *in = pl_source_reader(c->src);
 
   if (c->ended) return;

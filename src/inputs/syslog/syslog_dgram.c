@@ -157,9 +157,16 @@ void syslog_dgram_count_drops(syslog_dgram *d)
     d->l->dropped = (uint32_t)(meminfo[SK_MEMINFO_DROPS] - d->l->drops_before);
 }
 
+static void on_empty(void *ud)
+{
+  syslog_dgram *d = ud;
+
+  d->l->empty++;
+}
+
 static void take(syslog_dgram *d, struct mmsghdr *m)
 {
-  frame_handler h = {on_message, on_malformed, d};
+  frame_handler h = {on_message, on_malformed, d, on_empty};
   const char *bytes = m->msg_hdr.msg_iov->iov_base;
 
   d->sender = sender(d, &m->msg_hdr);

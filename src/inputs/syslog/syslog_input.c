@@ -366,6 +366,8 @@ static const plugin_counter stream_counters[] = {
    "verified.", "failed TLS sessions"},
   {"lumberjit_syslog_malformed_frames_total",
    "Frames that were no syslog frames.", "malformed frames"},
+  {"lumberjit_syslog_empty_frames_total",
+   "Frames of no bytes (a lone LF): no message.", "empty frames"},
   {NULL, NULL, NULL}
 };
 
@@ -375,6 +377,8 @@ static const plugin_counter datagram_counters[] = {
   {"lumberjit_syslog_dropped_datagrams_total",
    "Datagrams the kernel dropped while the socket was not read.",
    "datagrams dropped by the kernel"},
+  {"lumberjit_syslog_empty_frames_total",
+   "Datagrams of no bytes (or a lone LF): no message.", "empty datagrams"},
   {NULL, NULL, NULL}
 };
 
@@ -386,6 +390,7 @@ static const plugin_counter *syslog_count(pl_input *pi, uint64_t *values)
     syslog_dgram_count_drops(l->dgram);
     values[0] = l->malformed;
     values[1] = l->dropped;
+    values[2] = l->empty;
     return datagram_counters;
   }
   values[0] = l->connections;
@@ -398,6 +403,7 @@ static const plugin_counter *syslog_count(pl_input *pi, uint64_t *values)
   values[7] = l->idle_closed.count;
   values[8] = l->tls_failed.count;
   values[9] = l->malformed;
+  values[10] = l->empty;
   return stream_counters;
 }
 

@@ -110,6 +110,7 @@ typedef struct {
   uint64_t stopped_at;      /* uv_now */
   bool started, stopping;
   uint64_t connections, malformed, dropped;
+  uint64_t empty;           /* frames or datagrams of no bytes: no message */
   /* Connections refused: the table full of senders, an address's share
    * full of senders, no descriptor; closed: silent to make room, a TLS
    * handshake or a first message late, idle; accepting waiting for a
