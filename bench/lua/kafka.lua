@@ -22,7 +22,9 @@
 -- to back it was 0.84). Each codec starts with an untimed kcat run, so
 -- that the broker's code for that codec is compiled by its JIT before any
 -- timed run. BASE, another build, adds its runs to the same rounds,
--- labelled base: before and after in one session.
+-- labelled base: before and after in one session. WORKERS sets
+-- lumberjit.workers in lumberjit's runs (0: the plugins on the loop
+-- thread, which leaves the cores to librdkafka and the broker).
 --
 --   lua5.1 bench/lua/kafka.lua BIN N RUNS CODECS [BASE]
 local k = dofile("spec/e2e/kafka_harness.lua")
@@ -80,14 +82,16 @@ serial = 0
 
 -- "payload" sends the lines as read: no decoder and no encoder, which
 -- the passthrough takes (src/pipeline/internal/passthrough.h).
+local workers = os.getenv("WORKERS")
 local function lumberjit(binary, encoder, codec, topic)
   local as_read = encoder == "payload"
   run.write(work .. "/config.lua", ([[
-lumberjit = { dead_letter_path = "%s/dead.log" }
+lumberjit = { dead_letter_path = "%s/dead.log"%s }
 file = { type = "file_input", path = "%s"%s }
 kafka = { type = "kafka_output", message_matcher = "TRUE", brokers = "%s",
           topic = "%s", compression = "%s"%s }
-%s]]):format(work, lines, as_read and "" or ', decoder = "line"', b.bootstrap, topic, codec,
+%s]]):format(work, workers and (", workers = " .. tonumber(workers)) or "", lines,
+    as_read and "" or ', decoder = "line"', b.bootstrap, topic, codec,
     as_read and "" or (', encoder = "%s"'):format(encoder),
     as_read and "" or ([[
 line = { type = "decoder", filename = "decoders/line.lua" }
