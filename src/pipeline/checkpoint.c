@@ -110,12 +110,18 @@ void checkpoint_know_input(checkpoint_store *st, const char *input)
   if (st->state_file && add_input(st, input, false)) st->dirty = true;
 }
 
-/* A known line's text; -1 when the name does not fit a reader. */
-static int format_known(char *out, size_t cap, const char *input)
+/* The check of input's known line: the hash of its text, "known NAME\n",
+ * as a block's is of its lines; false when the name does not fit a
+ * reader. */
+static bool known_check(const char *input, uint64_t *check)
 {
-  int n = snprintf(out, cap, "known %s\n", input);
+  char text[300];
+  int n = snprintf(text, sizeof text, "known %s\n", input);
 
-  return n >= 0 && (size_t)n < cap && strlen(input) < 256 ? n : -1;
+  if (n < 0 || (size_t)n >= sizeof text || strlen(input) >= 256) return false;
+  *check = checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, text,
+                                      (size_t)n);
+  return true;
 }
 
 /* The known lines of version 4, after its first line: the inputs that
@@ -123,15 +129,13 @@ static int format_known(char *out, size_t cap, const char *input)
  * at one that does not read back as written. */
 static bool read_known(checkpoint_store *st, FILE *in)
 {
-  char input[256], text[300];
+  char input[256];
   unsigned long long check;
-  int n, got;
+  uint64_t want;
+  int got;
 
   while ((got = fscanf(in, " known %255s %llx", input, &check)) == 2) {
-    if ((n = format_known(text, sizeof text, input)) < 0 ||
-        check != checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, text,
-                                            (size_t)n))
-      return false;
+    if (!known_check(input, &want) || check != want) return false;
     add_input(st, input, true);
   }
   return got == 0; /* the next line is no known line */
@@ -618,15 +622,12 @@ static bool write_block(FILE *out, const char *input, const char *path,
 static void write_state(const checkpoint_store *st, FILE *f)
 {
   unsigned blocks = 0;
-  char text[300];
-  int n;
+  uint64_t check;
 
   fprintf(f, "lumberjit checkpoint 4\n");
   for (const struct saved_input *i = st->inputs; i; i = i->next)
-    if ((n = format_known(text, sizeof text, i->name)) >= 0)
-      fprintf(f, "known %s %016" PRIx64 "\n", i->name,
-              checkpoint_fingerprint_add(CHECKPOINT_FINGERPRINT_EMPTY, text,
-                                         (size_t)n));
+    if (known_check(i->name, &check))
+      fprintf(f, "known %s %016" PRIx64 "\n", i->name, check);
   for (const checkpoint_source *s = st->sources; s; s = s->next) {
     checkpoint_window w = window_of(s);
     blocks += write_block(f, s->input, s->path, (unsigned long long)s->device,
